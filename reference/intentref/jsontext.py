@@ -1,0 +1,117 @@
+"""Strict reading of candidate JSON text (spec: R-RES-014, D-JSON-001 .. D-JSON-004).
+
+The candidate arrives as text; the number rules are about that text, so numbers are
+checked as literals while parsing, not after a float has already rounded them.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from .limits import MAX_CANDIDATE_DEPTH, MAX_SAFE_INTEGER
+
+
+class CandidateTextError(ValueError):
+    """The text is not a JSON document the reference accepts; ``path`` is a JSON Pointer."""
+
+    def __init__(self, message: str, path: str | None = "") -> None:
+        super().__init__(message)
+        self.path = path
+
+
+def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # D-JSON-001: duplicate member names are ambiguous (JSON.parse keeps the last, other
+    # parsers the first), so a candidate that has them is not a valid candidate.
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise CandidateTextError(f"duplicate object key {key!r}")
+        out[key] = value
+    return out
+
+
+def _parse_int(literal: str) -> int:
+    value = int(literal)
+    if abs(value) > MAX_SAFE_INTEGER:  # spec: R-RES-014 -- integers within the safe range
+        raise CandidateTextError(f"integer {literal} is outside the safe integer range")
+    return value
+
+
+def _parse_float(literal: str) -> float | int:
+    value = float(literal)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise CandidateTextError(f"number {literal} is not a finite double")
+    # spec: R-RES-014 -- the literal must survive a decimal round trip through a double.
+    try:
+        lossless = Decimal(literal) == Decimal(repr(value))
+    except InvalidOperation:  # pragma: no cover - json only hands us valid literals
+        lossless = False
+    if not lossless:
+        raise CandidateTextError(f"number {literal} loses precision as a double")
+    if value.is_integer():
+        if abs(value) > MAX_SAFE_INTEGER:
+            raise CandidateTextError(f"integer value {literal} is outside the safe integer range")
+        # D-JSON-003: 1.0 and 1 are the same JavaScript number; -0 serialises as 0.
+        return int(value)
+    return value
+
+
+def _reject_constant(name: str) -> Any:
+    raise CandidateTextError(f"{name} is not JSON")
+
+
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_reject_duplicates,
+    parse_int=_parse_int,
+    parse_float=_parse_float,
+    parse_constant=_reject_constant,
+)
+
+
+def parse_candidate(text: str) -> Any:
+    """Parse ``text`` strictly, or raise CandidateTextError."""
+    try:
+        value = _DECODER.decode(text)
+    except CandidateTextError:
+        raise
+    except RecursionError:
+        raise CandidateTextError(f"nesting deeper than {MAX_CANDIDATE_DEPTH} levels") from None
+    except json.JSONDecodeError as exc:
+        raise CandidateTextError(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    _check_depth_and_text(value)
+    return value
+
+
+def _check_depth_and_text(root: Any) -> None:
+    # Iterative: a recursive walk is what deep nesting is designed to break.
+    stack: list[tuple[Any, int]] = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            if depth > MAX_CANDIDATE_DEPTH:
+                raise CandidateTextError(f"nesting deeper than {MAX_CANDIDATE_DEPTH} levels")
+            for key, value in node.items():
+                _check_text(key)
+                stack.append((value, depth + 1))
+        elif isinstance(node, list):
+            if depth > MAX_CANDIDATE_DEPTH:
+                raise CandidateTextError(f"nesting deeper than {MAX_CANDIDATE_DEPTH} levels")
+            stack.extend((value, depth + 1) for value in node)
+        elif isinstance(node, str):
+            _check_text(node)
+
+
+def _check_text(text: str) -> None:
+    # D-JSON-002: "\ud800" is valid JSON but not a character; a host that writes it has
+    # produced text no UTF-8 consumer can round-trip.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise CandidateTextError("string holds a lone surrogate") from None
+
+
+def dumps_compact(value: Any) -> str:
+    """The wire form used for payload strings and MCP text content."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

@@ -1,0 +1,449 @@
+"""The supported Draft-7 subset, field selection, and validation of business data (seed 003).
+
+A definition is checked once, at construction: every node is walked iteratively, each
+keyword handed to the one small checker registered for it in ``KEYWORD_CHECKS``.  The
+first fault found is raised with the JSON Pointer of the node that holds it.
+
+Validation of ``data`` uses python-jsonschema's Draft7Validator, extended only where the
+seeds demand it: ``pattern`` and the ``regex`` format follow ECMA-262 (through ``regress``,
+Rust's ECMAScript engine) instead of Python's ``re``, and the format list is the seeds'.
+We chose jsonschema over faster validators because it is the reference Draft-7
+implementation and lets us replace exactly these two rules.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import jsonschema
+import regress
+from jsonschema import Draft7Validator, Draft201909Validator, FormatChecker
+
+from . import jsonpointer
+from .errors import IntentParseError, Issue, error
+from .limits import (
+    MAX_COMBINATION_ITEMS,
+    MAX_ENUM_VALUES,
+    MAX_PATTERN_LENGTH,
+    MAX_SCHEMA_BYTES,
+    MAX_SCHEMA_DEPTH,
+    MAX_SCHEMA_NODES,
+    MAX_TOP_LEVEL_FIELDS,
+    MIN_COMBINATION_ITEMS,
+)
+
+JSON_TYPES: Final = ("object", "array", "string", "number", "integer", "boolean", "null")
+# spec: R-SCH-006 -- the supported format names.
+SUPPORTED_FORMATS: Final = (
+    "date", "time", "date-time", "duration", "uri", "uri-reference", "url", "email", "hostname",
+    "ipv4", "ipv6", "regex", "uuid", "json-pointer", "relative-json-pointer",
+)  # fmt: skip
+# spec: R-SCH-007 -- $schema accepts only Draft-7 identifiers over http or https.
+DRAFT7_IDS: Final = frozenset(
+    f"{scheme}://json-schema.org/draft-07/schema{suffix}" for scheme in ("http", "https") for suffix in ("", "#")
+)
+# spec: R-SCH-008, R-SCH-009 -- accepted, then removed before the definition is used.
+REMOVED_KEYWORDS: Final = frozenset({"$id", "_label", "_customMessages"})
+# spec: R-SCH-004 -- the root may not constrain values as a whole.
+ROOT_FORBIDDEN: Final = frozenset({"anyOf", "oneOf", "allOf", "not", "enum", "const"})
+
+
+class _Fault(Exception):
+    def __init__(self, code: str, path: str, message: str) -> None:
+        super().__init__(message)
+        self.code, self.path, self.message = code, path, message
+
+
+def _unsupported(path: str, message: str) -> _Fault:
+    return _Fault("SCHEMA_UNSUPPORTED", path, message)
+
+
+def _too_large(path: str, message: str) -> _Fault:
+    return _Fault("LIMIT_EXCEEDED", path, message)
+
+
+# --- one checker per keyword -------------------------------------------------------------
+# Each takes (value, path of the keyword) and yields the (pointer, subschema) pairs that are
+# schemas themselves, so that the walker can descend into them.
+SubSchemas = Iterator[tuple[str, Any]]
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _non_negative_integer(value: Any, path: str) -> SubSchemas:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _unsupported(path, "must be a non-negative integer.")
+    yield from ()
+
+
+def _number(value: Any, path: str) -> SubSchemas:
+    if not _is_number(value):
+        raise _unsupported(path, "must be a number.")
+    yield from ()
+
+
+def _multiple_of(value: Any, path: str) -> SubSchemas:
+    if not _is_number(value) or value <= 0:
+        raise _unsupported(path, "multipleOf must be a number greater than 0.")
+    yield from ()
+
+
+def _type(value: Any, path: str) -> SubSchemas:
+    names = value if isinstance(value, list) else [value]
+    if not names or any(n not in JSON_TYPES for n in names) or len(set(names)) != len(names):
+        raise _unsupported(path, "type must be a JSON type name or a non-empty array of unique names.")
+    yield from ()
+
+
+def _properties(value: Any, path: str) -> SubSchemas:
+    if not isinstance(value, dict):
+        raise _unsupported(path, "properties must be an object of schemas.")
+    for key, sub in value.items():
+        yield f"{path}/{jsonpointer.escape_token(key)}", sub
+
+
+def _required(value: Any, path: str) -> SubSchemas:
+    if not isinstance(value, list) or any(not isinstance(v, str) for v in value) or len(set(value)) != len(value):
+        raise _unsupported(path, "required must be an array of unique strings.")
+    yield from ()
+
+
+def _one_schema(value: Any, path: str) -> SubSchemas:
+    yield path, value
+
+
+def _items(value: Any, path: str) -> SubSchemas:
+    if isinstance(value, list):
+        raise _unsupported(path, "tuple (array-form) items are not supported.")
+    yield path, value
+
+
+def _unique_items(value: Any, path: str) -> SubSchemas:
+    if not isinstance(value, bool):
+        raise _unsupported(path, "uniqueItems must be a boolean.")
+    yield from ()
+
+
+def _pattern(value: Any, path: str) -> SubSchemas:
+    if not isinstance(value, str):
+        raise _unsupported(path, "pattern must be a string.")
+    if len(value) > MAX_PATTERN_LENGTH:
+        raise _too_large(path, f"pattern longer than {MAX_PATTERN_LENGTH} characters.")
+    if not ecma_regex_compiles(value):
+        raise _unsupported(path, "pattern is not an ECMA-262 regular expression.")
+    yield from ()
+
+
+def _format(value: Any, path: str) -> SubSchemas:
+    if value not in SUPPORTED_FORMATS:
+        raise _unsupported(path, f"format {value!r} is not supported.")
+    yield from ()
+
+
+def _enum(value: Any, path: str) -> SubSchemas:
+    if not isinstance(value, list) or not value:
+        raise _unsupported(path, "enum must be a non-empty array.")
+    if len(value) > MAX_ENUM_VALUES:
+        raise _too_large(path, f"enum holds more than {MAX_ENUM_VALUES} values.")
+    yield from ()
+
+
+def _any_value(value: Any, path: str) -> SubSchemas:
+    yield from ()
+
+
+def _combination(value: Any, path: str) -> SubSchemas:
+    if not isinstance(value, list) or not MIN_COMBINATION_ITEMS <= len(value) <= MAX_COMBINATION_ITEMS:
+        raise _unsupported(
+            path, f"must be an array of {MIN_COMBINATION_ITEMS} to {MAX_COMBINATION_ITEMS} schemas."
+        )
+    for index, sub in enumerate(value):
+        yield f"{path}/{index}", sub
+
+
+def _text(value: Any, path: str) -> SubSchemas:
+    if not isinstance(value, str):
+        raise _unsupported(path, "must be a string.")
+    yield from ()
+
+
+def _examples(value: Any, path: str) -> SubSchemas:
+    if not isinstance(value, list):
+        raise _unsupported(path, "examples must be an array.")
+    yield from ()
+
+
+def _dialect(value: Any, path: str) -> SubSchemas:
+    if value not in DRAFT7_IDS:
+        raise _unsupported(path, "$schema accepts only the Draft-7 identifier (http or https).")
+    yield from ()
+
+
+# spec: R-SCH-005 -- the keyword table, one checker each.  Anything missing is unsupported.
+KEYWORD_CHECKS: Final[dict[str, Callable[[Any, str], SubSchemas]]] = {
+    "type": _type,
+    "properties": _properties,
+    "required": _required,
+    "additionalProperties": _one_schema,
+    "items": _items,
+    "minItems": _non_negative_integer,
+    "maxItems": _non_negative_integer,
+    "uniqueItems": _unique_items,
+    "minLength": _non_negative_integer,
+    "maxLength": _non_negative_integer,
+    "pattern": _pattern,
+    "format": _format,
+    "minimum": _number,
+    "maximum": _number,
+    "exclusiveMinimum": _number,
+    "exclusiveMaximum": _number,
+    "multipleOf": _multiple_of,
+    "enum": _enum,
+    "const": _any_value,
+    "anyOf": _combination,
+    "oneOf": _combination,
+    "allOf": _combination,
+    "not": _one_schema,
+    "title": _text,
+    "description": _text,
+    "examples": _examples,
+    "default": _any_value,
+    "$comment": _text,
+    "$schema": _dialect,
+    "$id": _text,
+    "_label": _any_value,
+    "_customMessages": _any_value,
+}
+
+
+def ecma_regex_compiles(pattern: str) -> bool:
+    try:
+        regress.Regex(pattern, "u")
+    except regress.RegressError:
+        return False
+    return True
+
+
+# --- plain JSON data ------------------------------------------------------------------------
+
+
+def _check_plain_json(root: Any) -> None:
+    """spec: R-SCH-012 -- a definition is copyable JSON: no cycles, no foreign objects."""
+    on_path: set[int] = set()
+    stack: list[tuple[Any, str, bool]] = [(root, "", False)]
+    while stack:
+        node, path, leaving = stack.pop()
+        if leaving:
+            on_path.discard(id(node))
+            continue
+        if isinstance(node, dict | list):
+            if id(node) in on_path:
+                raise _unsupported(path, "the definition contains a cycle.")
+            on_path.add(id(node))
+            stack.append((node, path, True))
+            if isinstance(node, dict):
+                for key, value in node.items():
+                    if not isinstance(key, str):
+                        raise _unsupported(path, "object keys must be strings.")
+                    stack.append((value, f"{path}/{jsonpointer.escape_token(key)}", False))
+            else:
+                stack.extend((value, f"{path}/{i}", False) for i, value in enumerate(node))
+        elif isinstance(node, float):
+            if not math.isfinite(node):
+                raise _unsupported(path, "numbers must be finite.")
+        elif not (node is None or isinstance(node, str | int | bool)):
+            raise _unsupported(path, f"{type(node).__name__} is not JSON data.")
+
+
+# --- the walk ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _WalkState:
+    nodes: int = 0
+
+
+def _check_node(node: Any, path: str, depth: int, state: _WalkState, pending: list[tuple[Any, str, int]]) -> None:
+    state.nodes += 1
+    if state.nodes > MAX_SCHEMA_NODES:
+        raise _too_large(path, f"the definition has more than {MAX_SCHEMA_NODES} schema nodes.")
+    if depth > MAX_SCHEMA_DEPTH:
+        raise _too_large(path, f"the definition nests deeper than {MAX_SCHEMA_DEPTH} levels.")
+    if isinstance(node, bool):
+        return  # spec: R-SCH-013 -- boolean schemas are fine below the root
+    if not isinstance(node, dict):
+        raise _unsupported(path, "a schema must be an object or a boolean.")
+    for keyword, value in node.items():
+        check = KEYWORD_CHECKS.get(keyword)
+        kpath = f"{path}/{jsonpointer.escape_token(keyword)}"
+        if check is None:
+            # spec: R-SCH-010 -- $ref (even local), definitions, $defs, conditionals, the rest.
+            raise _unsupported(kpath, f"keyword {keyword!r} is not supported.")
+        for sub_path, sub in check(value, kpath):
+            pending.append((sub, sub_path, depth + 1))
+
+
+def check_definition(schema: Any) -> None:
+    """Raise SCHEMA_UNSUPPORTED / LIMIT_EXCEEDED (stage config) for a definition outside the subset."""
+    try:
+        _check_definition(schema)
+    except _Fault as fault:
+        raise error(fault.code, "config", f"schema {fault.path or '/'}: {fault.message}",
+                    [Issue(fault.code, "config", fault.path, fault.message)]) from None  # fmt: skip
+
+
+def _check_definition(schema: Any) -> None:
+    if not isinstance(schema, dict):
+        raise _unsupported("", "the root of a definition must be an object schema.")
+    if not schema:
+        return  # spec: R-SCH-002 -- {} means no extension fields
+    _check_plain_json(schema)
+    if len(json.dumps(schema, ensure_ascii=False).encode("utf-8")) > MAX_SCHEMA_BYTES:
+        raise _too_large("", f"the definition is larger than {MAX_SCHEMA_BYTES} bytes.")
+    # spec: R-SCH-001 -- a non-empty root is type "object" with properties.
+    if schema.get("type") != "object":
+        raise _unsupported("/type", 'the root must have type "object".')
+    if not isinstance(schema.get("properties"), dict):
+        raise _unsupported("/properties", "the root must have properties.")
+    for keyword in schema:
+        if keyword in ROOT_FORBIDDEN:
+            raise _unsupported("/" + keyword, f"{keyword} is not supported at the root; put it inside a property.")
+    if len(schema["properties"]) > MAX_TOP_LEVEL_FIELDS:
+        raise _too_large("/properties", f"more than {MAX_TOP_LEVEL_FIELDS} top-level fields.")
+    state = _WalkState()
+    pending: list[tuple[Any, str, int]] = [(schema, "", 0)]
+    while pending:
+        node, path, depth = pending.pop()
+        _check_node(node, path, depth, state, pending)
+
+
+def strip_removed_keywords(schema: Any) -> Any:
+    """A copy of ``schema`` without $id, _label and _customMessages at schema positions."""
+
+    def strip(node: Any) -> Any:
+        if not isinstance(node, dict):
+            return node
+        out: dict[str, Any] = {}
+        for keyword, value in node.items():
+            if keyword in REMOVED_KEYWORDS:
+                continue
+            if keyword in ("properties",):
+                out[keyword] = {k: strip(v) for k, v in value.items()}
+            elif keyword in ("items", "additionalProperties", "not"):
+                out[keyword] = strip(value)
+            elif keyword in ("anyOf", "oneOf", "allOf"):
+                out[keyword] = [strip(v) for v in value]
+            else:
+                out[keyword] = json.loads(json.dumps(value))  # a detached copy of plain data
+        return out
+
+    return strip(schema)
+
+
+# --- selection and validation --------------------------------------------------------------
+
+_FORMATS = FormatChecker(formats=())
+for _name in SUPPORTED_FORMATS:
+    if _name in ("url", "regex"):
+        continue
+    _source = Draft7Validator.FORMAT_CHECKER if _name in Draft7Validator.FORMAT_CHECKER.checkers else (
+        Draft201909Validator.FORMAT_CHECKER
+    )
+    _func, _raises = _source.checkers[_name]
+    _FORMATS.checks(_name, raises=_raises)(_func)
+_uri_func, _uri_raises = Draft7Validator.FORMAT_CHECKER.checkers["uri"]
+_FORMATS.checks("url", raises=_uri_raises)(_uri_func)  # D-SCH-002: url is an absolute URI
+
+
+@_FORMATS.checks("regex")
+def _regex_format(instance: object) -> bool:
+    return not isinstance(instance, str) or ecma_regex_compiles(instance)
+
+
+def _ecma_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
+    if isinstance(instance, str) and _compiled(pattern).find(instance) is None:
+        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+_REGEX_CACHE: dict[str, Any] = {}
+
+
+def _compiled(pattern: str) -> Any:
+    compiled = _REGEX_CACHE.get(pattern)
+    if compiled is None:
+        compiled = _REGEX_CACHE[pattern] = regress.Regex(pattern, "u")
+    return compiled
+
+
+_Validator = jsonschema.validators.extend(Draft7Validator, {"pattern": _ecma_pattern})
+
+
+@dataclass(frozen=True)
+class DataError:
+    path: str  # JSON Pointer under /data
+    message: str
+
+
+@dataclass
+class Definition:
+    """A checked definition: what the data stage needs to build tasks and validate data."""
+
+    schema: dict[str, Any]
+    fields: tuple[str, ...]
+    _validators: dict[tuple[str, ...], Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_schema(cls, schema: Any) -> Definition:
+        if schema is None:
+            schema = {}
+        check_definition(schema)
+        clean = strip_removed_keywords(schema)
+        return cls(clean, tuple(clean.get("properties", {})))
+
+    @property
+    def root_description(self) -> str | None:
+        value = self.schema.get("description")
+        return value if isinstance(value, str) and value.strip() else None
+
+    def field_schema(self, name: str) -> Any:
+        return self.schema["properties"][name]
+
+    def selected_schema(self, selected: tuple[str, ...]) -> dict[str, Any]:
+        """spec: R-FLD-005, R-FLD-006 -- only the selected properties, required filtered."""
+        out: dict[str, Any] = {"type": "object"}
+        for annotation in ("title", "description"):
+            if annotation in self.schema:
+                out[annotation] = self.schema[annotation]
+        out["properties"] = {name: self.schema["properties"][name] for name in selected}
+        required = [name for name in self.schema.get("required", []) if name in selected]
+        out["required"] = required
+        out["additionalProperties"] = False
+        return out
+
+    def is_required(self, name: str) -> bool:
+        return name in self.schema.get("required", [])
+
+    def validate(self, selected: tuple[str, ...], data: Any) -> list[DataError]:
+        """Validation errors of ``data`` against the selection: never coerces, fills or drops."""
+        validator = self._validators.get(selected)
+        if validator is None:
+            validator = _Validator(self.selected_schema(selected), format_checker=_FORMATS)
+            self._validators[selected] = validator
+        out = []
+        for err in validator.iter_errors(data):
+            out.append(DataError("/data" + jsonpointer.join(err.absolute_path), err.message))
+        out.sort(key=lambda e: e.path)
+        return out
+
+
+def definition_or_error(schema: Any) -> Definition:
+    try:
+        return Definition.from_schema(schema)
+    except IntentParseError:
+        raise
