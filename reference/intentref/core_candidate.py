@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
-ACTIONS: Final = ("query", "analyze", "generate", "modify", "delete", "execute", "other")  # spec: R-RES-005
+ACTIONS: Final = ("query", "analyze", "generate", "modify", "delete", "execute", "other")  # spec: R-RES-008
 ROOT_MEMBERS: Final = ("normalizedInput", "primaryIntent", "requirements", "prohibitions", "intents")
 ITEM_MEMBERS: Final = ("action", "target", "requirements", "blockers")
 BLOCKER_MEMBERS: Final = ("clarificationReason", "questions", "confirmationReason", "conditionReason")
@@ -74,7 +74,7 @@ Rule = Callable[[Any], Iterator[Violation]]
 
 
 def _is_text(value: Any) -> bool:
-    # spec: R-COR-006 -- every non-null text must hold a non-whitespace character.
+    # spec: R-COR-009 -- every non-null text must hold a non-whitespace character.
     return isinstance(value, str) and bool(value.strip())
 
 
@@ -178,7 +178,7 @@ def item_requirements_hold_texts(candidate: dict[str, Any]) -> Iterator[Violatio
 
 
 def blockers_has_all_four_members(candidate: dict[str, Any]) -> Iterator[Violation]:
-    # spec: R-COR-002 -- all four blocker members are required, even when empty.
+    # spec: R-COR-004, R-COR-005 -- all four blocker members are required, even when empty.
     for path, item in _items(candidate):
         if "blockers" in item and not isinstance(item["blockers"], dict):
             yield f"{path}/blockers", "blockers must be an object."
@@ -194,7 +194,7 @@ def blocker_reasons_are_null_or_text(candidate: dict[str, Any]) -> Iterator[Viol
 
 
 def questions_are_well_formed(candidate: dict[str, Any]) -> Iterator[Violation]:
-    # spec: R-COR-004 -- each question is {question, options} with non-blank texts.
+    # spec: R-COR-007 -- each question is {question, options} with non-blank texts.
     for path, blockers in _blockers(candidate):
         questions = blockers.get("questions", [])
         if not isinstance(questions, list):
@@ -213,7 +213,7 @@ def questions_are_well_formed(candidate: dict[str, Any]) -> Iterator[Violation]:
 
 
 def questions_present_exactly_with_clarification(candidate: dict[str, Any]) -> Iterator[Violation]:
-    # spec: R-COR-003 -- a clarification reason needs a question, and a question a reason.
+    # spec: R-COR-006 -- a clarification reason needs a question, and a question a reason.
     for path, blockers in _blockers(candidate):
         questions = blockers.get("questions")
         reason = blockers.get("clarificationReason")
@@ -226,7 +226,7 @@ def questions_present_exactly_with_clarification(candidate: dict[str, Any]) -> I
 
 
 def null_action_needs_clarification(candidate: dict[str, Any]) -> Iterator[Violation]:
-    # spec: R-COR-005 -- only an item that asks for clarification may leave action null.
+    # spec: R-COR-008 -- only an item that asks for clarification may leave action null.
     for path, item in _items(candidate):
         if "action" in item and item["action"] is None:
             blockers = item.get("blockers")
@@ -266,7 +266,7 @@ def core_violations(candidate: Any) -> list[Violation]:
 
 
 def item_status(blockers: dict[str, Any]) -> tuple[str, str | None]:
-    """spec: R-RES-009, R-RES-010 -- status by priority, reasons joined by a newline.
+    """spec: R-RES-038, R-RES-039 -- status by priority, reasons joined by a newline.
 
     needs_clarification > awaiting_confirmation > conditional > ready; the reason lists
     every present reason in the order clarification, confirmation, condition.
@@ -290,15 +290,15 @@ def assemble_item(index: int, item: dict[str, Any]) -> dict[str, Any]:
     blockers = item["blockers"]
     status, reason = item_status(blockers)
     out: dict[str, Any] = {
-        "id": f"i{index + 1}",  # spec: R-RES-004 -- i1, i2, ... in result order
+        "id": f"i{index + 1}",  # spec: R-RES-026 -- i1, i2, ... in result order
         "action": item["action"],
         "target": item["target"],
         "requirements": list(item["requirements"]),
         "status": status,
     }
-    if reason is not None:  # spec: R-RES-007 -- reason omitted for ready
+    if reason is not None:  # spec: R-RES-032 -- reason omitted for ready
         out["reason"] = reason
-    if status == "needs_clarification":  # spec: R-RES-008 -- clarification only here
+    if status == "needs_clarification":  # spec: R-RES-033 -- clarification only here
         out["clarification"] = [{"question": q["question"], "options": list(q["options"])} for q in blockers["questions"]]
     return out
 
@@ -306,7 +306,7 @@ def assemble_item(index: int, item: dict[str, Any]) -> dict[str, Any]:
 def assemble_result(original_input: str, candidate: dict[str, Any]) -> dict[str, Any]:
     """The default IntentResult, seven root members in the seeds' order, data initialised to {}."""
     return {
-        "input": original_input,  # spec: R-RES-002 -- kept exactly as received
+        "input": original_input,  # spec: R-RES-015, R-COR-003 -- kept exactly as received
         "normalizedInput": candidate["normalizedInput"],
         "primaryIntent": candidate["primaryIntent"],
         "requirements": list(candidate["requirements"]),

@@ -23,9 +23,9 @@ CHECK_MEMBERS: Final = ("path", "verdict", "explanation", "sources")
 FIELD_RESULT_MEMBERS: Final = ("path", "status", "explanation")
 ISSUE_MEMBERS: Final = ("code", "category", "path", "message")
 SOURCE_MEMBERS: Final = ("sourceId", "quote")
-EVIDENCE_MODES: Final = ("exact", "semantic")  # spec: R-DAT-007, R-DAT-008
-VERDICTS: Final = ("satisfied", "violated", "undetermined")  # spec: R-DAT-012
-FIELD_STATUSES: Final = ("extracted", "not_provided", "not_applicable", "issue")  # spec: R-DAT-010
+EVIDENCE_MODES: Final = ("exact", "semantic")  # spec: R-DAT-011, R-DAT-013
+VERDICTS: Final = ("satisfied", "violated", "undetermined")  # spec: R-DAT-018
+FIELD_STATUSES: Final = ("extracted", "not_provided", "not_applicable", "issue")  # spec: R-DAT-015, R-DAT-016
 ISSUE_CODES_BY_CATEGORY: Final = {
     "business_information": BUSINESS_ISSUE_CODES,
     "definition": DEFINITION_ISSUE_CODES,
@@ -80,7 +80,7 @@ def _entries(candidate: dict[str, Any], member: str) -> Iterator[tuple[str, dict
 
 
 def _sources(value: Any, path: str, ctx: DataContext) -> Iterator[Violation]:
-    # spec: R-DAT-005, R-DAT-006 -- non-empty; each quote a substring of the source it names.
+    # spec: R-DAT-008, R-DAT-009, R-DAT-010 -- non-empty; each quote a substring of the source it names.
     if not isinstance(value, list) or not value:
         yield path, "sources must be a non-empty array."
         return
@@ -124,7 +124,7 @@ def _covers(ancestor: str, path: str) -> bool:
 
 
 def root_has_exactly_the_data_members(c: dict[str, Any], ctx: DataContext) -> Iterator[Violation]:
-    yield from _exact_members(c, ROOT_MEMBERS, "")  # spec: R-DAT-001
+    yield from _exact_members(c, ROOT_MEMBERS, "")  # spec: R-DAT-002
 
 
 def members_have_their_types(c: dict[str, Any], ctx: DataContext) -> Iterator[Violation]:
@@ -142,7 +142,7 @@ def members_have_their_types(c: dict[str, Any], ctx: DataContext) -> Iterator[Vi
 
 def data_holds_only_selected_fields(c: dict[str, Any], ctx: DataContext) -> Iterator[Violation]:
     data = c.get("data")
-    if isinstance(data, dict):  # spec: R-FLD-005
+    if isinstance(data, dict):  # spec: R-FLD-007
         for key in data:
             if key not in ctx.selected:
                 yield ctx.field_path(key), f"{key!r} is not a selected field; data holds only selected fields."
@@ -165,7 +165,7 @@ def evidence_is_well_formed(c: dict[str, Any], ctx: DataContext) -> Iterator[Vio
 
 
 def exact_evidence_equals_a_quote(c: dict[str, Any], ctx: DataContext) -> Iterator[Violation]:
-    # spec: R-DAT-007 -- exact only for strings, equal to at least one of its quotes.
+    # spec: R-DAT-011, R-DAT-012 -- exact only for strings, equal to at least one of its quotes.
     data = c.get("data") if isinstance(c.get("data"), dict) else {}
     for path, entry in _entries(c, "evidence"):
         if entry.get("mode") != "exact" or not isinstance(entry.get("path"), str):
@@ -185,7 +185,7 @@ def exact_evidence_equals_a_quote(c: dict[str, Any], ctx: DataContext) -> Iterat
 
 
 def every_returned_leaf_has_evidence(c: dict[str, Any], ctx: DataContext) -> Iterator[Violation]:
-    # spec: R-SRC-004 -- each returned value needs a source in the input or explicit context.
+    # spec: R-SRC-010 -- each returned value needs a source in the input or explicit context.
     data = c.get("data")
     if not isinstance(data, dict):
         return
@@ -210,7 +210,7 @@ def description_checks_are_well_formed(c: dict[str, Any], ctx: DataContext) -> I
 
 
 def applicable_descriptions_are_checked(c: dict[str, Any], ctx: DataContext) -> Iterator[Violation]:
-    # spec: R-SRC-002, R-SRC-003 -- a root description is checked at /data, even under
+    # spec: R-SRC-001, R-SRC-005 -- a root description is checked at /data, even under
     # partial selection; D-DAT-002 -- so is the description of each returned field.
     checked = {e.get("path") for _, e in _entries(c, "descriptionChecks")}
     if ctx.definition.root_description is not None and "/data" not in checked:
@@ -225,7 +225,7 @@ def applicable_descriptions_are_checked(c: dict[str, Any], ctx: DataContext) -> 
 
 
 def field_results_cover_each_selected_field(c: dict[str, Any], ctx: DataContext) -> Iterator[Violation]:
-    # spec: R-DAT-010, R-SRC-005 -- exactly one conclusion per selected field.
+    # spec: R-SRC-011 -- exactly one conclusion per selected field.
     seen: dict[str, str] = {}
     for path, entry in _entries(c, "fieldResults"):
         yield from _exact_members(entry, FIELD_RESULT_MEMBERS, path)
@@ -248,7 +248,7 @@ def field_results_cover_each_selected_field(c: dict[str, Any], ctx: DataContext)
 
 
 def field_status_matches_data(c: dict[str, Any], ctx: DataContext) -> Iterator[Violation]:
-    # spec: R-DAT-010 -- extracted means returned; the other statuses mean omitted.
+    # spec: R-DAT-015, R-DAT-016 -- extracted means returned; the other statuses mean omitted.
     data = c.get("data")
     if not isinstance(data, dict):
         return
@@ -267,8 +267,8 @@ def field_status_matches_data(c: dict[str, Any], ctx: DataContext) -> Iterator[V
 
 
 def issue_status_has_a_matching_issue(c: dict[str, Any], ctx: DataContext) -> Iterator[Violation]:
-    # spec: R-DAT-011 -- status issue needs an issue at (or below) that field's path.
-    issue_paths = [e.get("path") for _, e in _entries(c, "issues") if isinstance(e.get("path"), str)]
+    # spec: R-DAT-017 -- status issue needs an issue at (or below) that field's path.
+    issue_paths = [str(e["path"]) for _, e in _entries(c, "issues") if isinstance(e.get("path"), str)]
     for path, entry in _entries(c, "fieldResults"):
         if entry.get("status") != "issue" or not isinstance(entry.get("path"), str):
             continue
@@ -281,7 +281,7 @@ def issues_are_well_formed(c: dict[str, Any], ctx: DataContext) -> Iterator[Viol
         yield from _exact_members(entry, ISSUE_MEMBERS, path)
         code, category = entry.get("code"), entry.get("category")
         if code in RESERVED_ISSUE_CODES:
-            # spec: R-DAT-016 -- source faults are the runtime's to find, never the model's to file.
+            # spec: R-DAT-022 -- source faults are the runtime's to find, never the model's to file.
             yield f"{path}/code", f"{code} may not be filed by a candidate; source problems are contract errors."
         elif category not in ISSUE_CODES_BY_CATEGORY:
             yield f"{path}/category", "category must be business_information or definition."
@@ -334,12 +334,12 @@ def judge(candidate: Any, ctx: DataContext) -> DataJudgement:
     ]
     for check in candidate["descriptionChecks"]:
         code = VERDICT_ISSUE_CODES.get(check["verdict"])
-        # spec: R-DAT-012 -- violated / undetermined checks are business extraction errors.
+        # spec: R-DAT-018 -- violated / undetermined checks are business extraction errors.
         if code is not None and not any(i.path == check["path"] for i in issues):
             issues.append(Issue(code, "definition", check["path"], check["explanation"]))
     if issues:
         return DataJudgement([], issues, None)
-    # spec: R-SCH-014 -- validated against the selected schema, never coerced or filled.
+    # spec: R-SCH-035, R-SCH-036, R-SCH-037 -- validated against the selected schema, never coerced or filled.
     schema_errors = ctx.definition.validate(ctx.selected, candidate["data"])
     if schema_errors:
         return DataJudgement([(e.path, e.message) for e in schema_errors], [], None)

@@ -6,7 +6,7 @@ Bridge turns these errors into ``{"kind": "error", ...}`` replies in exactly one
 place (``intentref.bridge._error_reply``), and the API path raises them.
 
 The seeds name a public error enumeration but its table was lost
-(spec: R-ERR-015); the complete list below is reference decision D-ERR-001.
+(spec: R-ERR-021); the complete list below is reference decision D-ERR-001.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ ERROR_CODES: Final[dict[str, ErrorCodeInfo]] = {
     "INTERNAL_ERROR": ErrorCodeInfo(("bridge",), "processing"),
 }
 
-# spec: R-DAT-015 -- the data issue codes a candidate may file, by category.
+# spec: R-DAT-019, R-DAT-020 -- the data issue codes a candidate may file, by category.
 BUSINESS_ISSUE_CODES: Final = ("DATA_REQUIRED_MISSING", "DATA_AMBIGUOUS", "DATA_CONFLICT", "DATA_DEPENDENCY_MISSING")
 DEFINITION_ISSUE_CODES: Final = (
     "DATA_CARDINALITY_MISMATCH",
@@ -58,18 +58,18 @@ DEFINITION_ISSUE_CODES: Final = (
     "DATA_CONSTRAINT_VIOLATED",
     "DATA_DESCRIPTION_UNDETERMINED",
 )
-# spec: R-DAT-016 -- reserved for the runtime; a candidate that files it breaks the contract.
+# spec: R-DAT-022, R-ERR-033 -- reserved for the runtime; a candidate that files it breaks the contract.
 RESERVED_ISSUE_CODES: Final = ("DATA_SOURCE_INVALID",)
 DATA_ISSUE_CODES: Final = BUSINESS_ISSUE_CODES + DEFINITION_ISSUE_CODES + RESERVED_ISSUE_CODES
 
-# Cancel outcomes and the codes they end a job with (spec: R-CAN-002).
+# Cancel outcomes and the codes they end a job with (spec: R-CAN-005, R-CAN-006, R-CAN-007).
 CANCEL_CODES: Final[dict[str, str]] = {
     "cancelled": "MODEL_ABORTED",
     "refusal": "MODEL_REFUSED",
     "incomplete": "MODEL_OUTPUT_INCOMPLETE",
 }
 
-# Codes that never lead to a repair task (spec: R-ERR-011, R-SRC-006).
+# Codes that never lead to a repair task (spec: R-ERR-030, R-ERR-031).
 NEVER_REPAIRED: Final = frozenset(
     {
         "DATA_EXTRACTION_FAILED",
@@ -85,7 +85,7 @@ NEVER_REPAIRED: Final = frozenset(
 
 @dataclass(frozen=True)
 class Issue:
-    """One issue entry of a SerializedIntentError (spec: R-ERR-002)."""
+    """One issue entry of a SerializedIntentError (spec: R-ERR-005)."""
 
     code: str
     category: IssueCategory
@@ -100,7 +100,7 @@ class IntentParseError(Exception):
     """A recognition failure: the API path raises it, the Bridge serialises it.
 
     ``to_json()`` is exactly SerializedIntentError: code, stage, message, issues,
-    and ``partialResult`` only when there is one (spec: R-ERR-001, R-ERR-004, R-ERR-006).
+    and ``partialResult`` only when there is one (spec: R-ERR-006, R-ERR-011, R-ERR-012).
     """
 
     def __init__(
@@ -121,7 +121,7 @@ class IntentParseError(Exception):
         self.partial_result = partial_result
 
     @property
-    def partialResult(self) -> dict[str, Any] | None:  # noqa: N802 -- the seeds' spelling
+    def partialResult(self) -> dict[str, Any] | None:
         return self.partial_result
 
     def to_json(self) -> dict[str, Any]:
@@ -140,7 +140,7 @@ class IntentParseError(Exception):
 
 
 class IntentDataError(IntentParseError):
-    """The data stage could not satisfy the definition (spec: R-ERR-003)."""
+    """The data stage could not satisfy the definition (spec: R-ERR-001)."""
 
 
 def error(

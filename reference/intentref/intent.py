@@ -23,7 +23,7 @@ DEFAULT_LANGUAGE: Final = "en"  # D-CFG-002
 
 
 class ModelExecutorError(Exception):
-    """Raised by an executor to end the job with ``code`` (spec: R-ERR-011)."""
+    """Raised by an executor to end the job with ``code`` (spec: R-ERR-031)."""
 
     code = "MODEL_REQUEST_FAILED"
 
@@ -57,7 +57,7 @@ def _config_error(path: str, message: str) -> IntentParseError:
 
 
 class Intent:
-    """A configured recogniser.  Construction checks everything (spec: R-SCH-003, D-CFG-001)."""
+    """A configured recogniser.  Construction checks everything (spec: R-SCH-009, R-SCH-010, D-CFG-001)."""
 
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
         config = {} if config is None else config

@@ -46,21 +46,21 @@ class Event(enum.Enum):
 
 # The lifecycle.  A (state, event) pair missing here is a bug, and raises KeyError.
 TRANSITIONS: Final[dict[tuple[State, Event], State]] = {
-    (State.CORE, Event.CORE_ACCEPTED_WITH_FIELDS): State.DATA,  # spec: R-TSK-005
+    (State.CORE, Event.CORE_ACCEPTED_WITH_FIELDS): State.DATA,  # spec: R-FLD-002
     (State.CORE, Event.CORE_ACCEPTED): State.SUCCEEDED,  # spec: R-FLD-003
-    (State.CORE, Event.REPAIR_OFFERED): State.CORE,  # spec: R-TSK-006 -- no separate repair stage
+    (State.CORE, Event.REPAIR_OFFERED): State.CORE,  # spec: R-TSK-009 -- no separate repair stage
     (State.CORE, Event.CONTRACT_FAILED): State.FAILED,
     (State.CORE, Event.ENDED): State.FAILED,
     (State.DATA, Event.DATA_ACCEPTED): State.SUCCEEDED,
     (State.DATA, Event.REPAIR_OFFERED): State.DATA,
     (State.DATA, Event.CONTRACT_FAILED): State.FAILED,
-    (State.DATA, Event.BUSINESS_FAILED): State.FAILED,  # spec: R-ERR-012 -- never repaired
+    (State.DATA, Event.BUSINESS_FAILED): State.FAILED,  # spec: R-ERR-030 -- never repaired
     (State.DATA, Event.ENDED): State.FAILED,
 }
 
 ACTIVE: Final = frozenset({State.CORE, State.DATA})
 
-# D-ERR-007: fixed messages; hosts branch on codes, never on these (spec: R-LIF-003).
+# D-ERR-006: fixed messages; hosts branch on codes, never on these (spec: R-LIF-007, R-ERR-013).
 CORE_CONTRACT_MESSAGE: Final = "The core candidate does not satisfy the candidate contract."
 DATA_CONTRACT_MESSAGE: Final = "The data candidate does not satisfy the candidate contract."
 EXTRACTION_MESSAGE: Final = "Selected extension information cannot satisfy the definition."  # seed 004 example
@@ -69,17 +69,17 @@ CANCEL_MESSAGES: Final = {
     "MODEL_REFUSED": "The host's model refused the task.",
     "MODEL_OUTPUT_INCOMPLETE": "The host's model did not produce a complete candidate.",
 }
-# D-PAY-004: a repair lists at most this many problems; the first ones are enough to act on.
+# D-PAY-004, D-ERR-007: a repair lists at most this many problems; the first ones are enough to act on.
 MAX_REPAIR_ISSUES: Final = 32
 
 
 @dataclass(frozen=True)
 class Task:
-    """A model request: what a host's model must answer (spec: R-RPY-002)."""
+    """A model request: what a host's model must answer (spec: R-RPY-002, R-BRG-012)."""
 
     stage: str
     instructions: str
-    payload: str  # a JSON string (spec: R-RPY-003)
+    payload: str  # a JSON string (spec: R-RPY-005)
     format: dict[str, Any]
 
     def model_request(self) -> dict[str, Any]:
@@ -93,7 +93,7 @@ class Outcome:
     task: Task | None = None
     result: dict[str, Any] | None = None
     failure: IntentParseError | None = None
-    # A rejection leaves the job where it was: same state, same step (spec: R-CAP-006).
+    # A rejection leaves the job where it was: same state, same step (spec: R-CAP-013).
     rejection: IntentParseError | None = None
 
 
@@ -148,7 +148,7 @@ class Job:
                      self.checked_default)  # fmt: skip
 
     def cancel(self, outcome: str, detail: str | None = None) -> IntentParseError:
-        return self.end(CANCEL_CODES[outcome], detail)  # spec: R-CAN-002
+        return self.end(CANCEL_CODES[outcome], detail)  # spec: R-CAN-001, R-CAN-002
 
     # --- core -------------------------------------------------------------------------------
 
@@ -174,7 +174,7 @@ class Job:
             return self._contract_fault(judgement.violations, text)
         if judgement.issues:
             self._move(Event.BUSINESS_FAILED)
-            # spec: R-ERR-009 -- partialResult keeps the default result with data {}.
+            # spec: R-ERR-036, R-ERR-037 -- partialResult keeps the default result with data {}.
             return Outcome(failure=error("DATA_EXTRACTION_FAILED", "data", EXTRACTION_MESSAGE,
                                          judgement.issues, self.checked_default))  # fmt: skip
         self._move(Event.DATA_ACCEPTED)
@@ -186,7 +186,7 @@ class Job:
     def _contract_fault(self, violations: list[tuple[str, str]], text: str) -> Outcome:
         stage = self.stage
         issues = [Issue("MODEL_OUTPUT_INVALID", "processing", path, message) for path, message in violations]
-        if self.repairs_used[stage] < self.repair_attempts:  # spec: R-ERR-010
+        if self.repairs_used[stage] < self.repair_attempts:  # spec: R-ERR-026, R-ERR-027
             self.repairs_used[stage] += 1
             self._move(Event.REPAIR_OFFERED)
             repair = {
@@ -212,12 +212,12 @@ class Job:
             "context": self.request.payload_context(),
         }
         if repair is not None:
-            payload["repair"] = repair  # spec: R-TSK-006
+            payload["repair"] = repair  # spec: R-TSK-010, R-TSK-011
         fmt = {"kind": "json_schema", "name": "intent_core", "schema": core_candidate.INTENT_CORE_SCHEMA}
         return Task("core", task_instructions("core", self.language, repair is not None), dumps_compact(payload), fmt)
 
     def _data_task(self, repair: dict[str, Any] | None) -> Task:
-        # spec: R-TSK-004 -- the data payload members, in the seed example's order.
+        # spec: R-TSK-004, R-RPY-010 -- the data payload members, in the seed example's order.
         payload: dict[str, Any] = {
             "structuredLanguage": self.language,
             "currentInput": self.request.input,

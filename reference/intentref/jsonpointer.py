@@ -1,4 +1,4 @@
-"""RFC 6901 JSON Pointers, as issue and candidate paths use them (spec: R-DAT-003, R-ERR-005).
+"""RFC 6901 JSON Pointers, as issue and candidate paths use them (spec: R-DAT-005, R-DAT-006, R-ERR-015).
 
 Hand-written rather than taken from the ``jsonpointer`` package: we need only the two
 escaping functions and a strict parser that reports malformed pointers as values, and

@@ -1,4 +1,4 @@
-"""Strict reading of candidate JSON text (spec: R-RES-014, D-JSON-001 .. D-JSON-004).
+"""Strict reading of candidate JSON text (spec: R-RES-056, R-RES-057, R-RES-058, D-JSON-001 .. D-JSON-004).
 
 The candidate arrives as text; the number rules are about that text, so numbers are
 checked as literals while parsing, not after a float has already rounded them.
@@ -34,7 +34,7 @@ def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _parse_int(literal: str) -> int:
     value = int(literal)
-    if abs(value) > MAX_SAFE_INTEGER:  # spec: R-RES-014 -- integers within the safe range
+    if abs(value) > MAX_SAFE_INTEGER:  # spec: R-RES-057 -- integers within the safe range
         raise CandidateTextError(f"integer {literal} is outside the safe integer range")
     return value
 
@@ -43,7 +43,7 @@ def _parse_float(literal: str) -> float | int:
     value = float(literal)
     if value != value or value in (float("inf"), float("-inf")):
         raise CandidateTextError(f"number {literal} is not a finite double")
-    # spec: R-RES-014 -- the literal must survive a decimal round trip through a double.
+    # spec: R-RES-058 -- the literal must survive a decimal round trip through a double.
     try:
         lossless = Decimal(literal) == Decimal(repr(value))
     except InvalidOperation:  # pragma: no cover - json only hands us valid literals

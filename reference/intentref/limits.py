@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Final
 
-# spec: R-CAP-007 -- capacity options are positive safe integers no greater than this
+# spec: R-CAP-014 -- capacity options are positive safe integers no greater than this
 # (the largest signed 32-bit integer: what a JavaScript timer accepts).
 MAX_OPTION_VALUE: Final = 2_147_483_647
 MAX_SAFE_INTEGER: Final = 2**53 - 1
@@ -19,7 +19,7 @@ DEFAULT_MAX_JOBS: Final = 1_024
 DEFAULT_MAX_REPLAY_ENTRIES: Final = 4_096
 DEFAULT_MAX_REPLAY_BYTES: Final = 64 * 1024 * 1024
 
-# spec: R-CAN-004 -- the cancel detail budget, in UTF-8 bytes.
+# spec: R-CAN-003, R-CAN-004 -- the cancel detail budget, in UTF-8 bytes.
 MAX_CANCEL_DETAIL_BYTES: Final = 2_048
 
 # D-LIM-002 -- request limits.  An input is one user turn: 32 KiB of UTF-8 holds far more
@@ -36,18 +36,18 @@ MAX_CANDIDATE_BYTES: Final = 1024 * 1024
 # candidate's own wrapping), and it keeps every walk over a candidate iterative-safe.
 MAX_CANDIDATE_DEPTH: Final = 64
 
-# D-LIM-004 -- schema resource limits (LIMIT_EXCEEDED at construction, spec: R-SCH-003).
+# D-LIM-004 -- schema resource limits (LIMIT_EXCEEDED at construction, spec: R-SCH-010).
 MAX_SCHEMA_BYTES: Final = 256 * 1024
 MAX_SCHEMA_DEPTH: Final = 32
 MAX_SCHEMA_NODES: Final = 4_096
 MAX_TOP_LEVEL_FIELDS: Final = 256
 MAX_PATTERN_LENGTH: Final = 1_024
 MAX_ENUM_VALUES: Final = 1_024
-# spec: R-SCH-011 -- anyOf/oneOf/allOf arrays hold 1 to 16 schemas.
+# spec: R-SCH-020 -- anyOf/oneOf/allOf arrays hold 1 to 16 schemas.
 MIN_COMBINATION_ITEMS: Final = 1
 MAX_COMBINATION_ITEMS: Final = 16
 
-# D-LIM-005 -- repair attempts an instance may configure per stage (default 1, R-ERR-010).
+# D-LIM-005 -- repair attempts an instance may configure per stage (default 1, R-ERR-027).
 DEFAULT_REPAIR_ATTEMPTS: Final = 1
 MAX_REPAIR_ATTEMPTS: Final = 8
 
@@ -57,7 +57,7 @@ def utf8_length(text: str) -> int:
 
     Python strings may hold lone surrogates (JSON ``"\\ud800"`` decodes to one); a
     TextEncoder writes each as U+FFFD, three bytes.  A surrogate *pair* held as two
-    code points is one four-byte character to JavaScript.  (spec: R-CAN-004, D-LIM-006)
+    code points is one four-byte character to JavaScript.  (spec: R-CAN-003, R-CAN-004, D-LIM-006)
     """
     try:
         return len(text.encode("utf-8"))

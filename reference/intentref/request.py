@@ -21,15 +21,15 @@ from .limits import (
     utf8_length,
 )
 
-CONTEXT_ROLES = ("user", "assistant", "tool")  # spec: R-TSK-003
+CONTEXT_ROLES = ("user", "assistant", "tool")  # spec: R-TSK-007
 REQUEST_KEYS = frozenset({"input", "context", "fields"})
-# spec: R-ERR-008 -- the message of the seed's blank-input example, kept as written.
+# spec: R-ERR-017 -- the message of the seed's blank-input example, kept as written.
 BLANK_INPUT_MESSAGE = "input must contain non-whitespace text."
 
 
 @dataclass(frozen=True)
 class Source:
-    """One piece of material a quote may come from (spec: R-TSK-002, R-TSK-003)."""
+    """One piece of material a quote may come from (spec: R-TSK-005, R-TSK-006, R-TSK-008)."""
 
     source_id: str
     role: str
@@ -79,7 +79,7 @@ def read_request(request: Any, defined_fields: Sequence[str]) -> ParseRequest:
     if "input" not in request:
         raise _invalid("/input", "input is required.")
     text = _require_text(request["input"], "/input", "input")
-    if not text.strip():  # spec: R-ERR-008 -- the seed's exact blank-input error, no issues
+    if not text.strip():  # spec: R-RES-016, R-ERR-017 -- the seed's exact blank-input error, no issues
         raise error("INPUT_INVALID", "input", BLANK_INPUT_MESSAGE)
     if utf8_length(text) > MAX_INPUT_BYTES:
         raise error(
@@ -98,7 +98,7 @@ def _read_context(value: Any, present: bool) -> tuple[Source, ...]:
     if not present or value is None:
         return ()
     if isinstance(value, str):
-        # spec: R-TSK-002 -- text context is one background source, context:0.
+        # spec: R-TSK-006 -- text context is one background source, context:0.
         _require_text(value, "/context", "context")
         sources: tuple[Source, ...] = (Source("context:0", "background", value),)
     elif isinstance(value, list):
@@ -123,7 +123,7 @@ def _read_context(value: Any, present: bool) -> tuple[Source, ...]:
             if "content" not in message:
                 raise _invalid(f"{path}/content", "content is required.")
             content = _require_text(message["content"], f"{path}/content", "content")
-            # spec: R-TSK-003 -- messages become context:0, context:1, ... in order.
+            # spec: R-TSK-005, R-TSK-007 -- messages become context:0, context:1, ... in order.
             items.append(Source(f"context:{index}", str(role), content))
         sources = tuple(items)
     else:
@@ -152,7 +152,7 @@ def _read_fields(request: Mapping[str, Any], defined_fields: Sequence[str]) -> t
         if not isinstance(name, str):
             raise _invalid(f"/fields/{index}", "a field name must be a string.")
         if name not in defined:
-            # spec: R-FLD-004 -- only top-level properties are fields; a nested path is not.
+            # spec: R-FLD-004, R-FLD-005 -- only top-level properties are fields; a nested path is not.
             raise _invalid(f"/fields/{index}", f"unknown field {name!r}.", code="UNKNOWN_FIELD")
         if name not in seen:  # D-REQ-002: a repeated name selects the field once
             seen.append(name)

@@ -37,18 +37,18 @@ from .limits import (
 )
 
 JSON_TYPES: Final = ("object", "array", "string", "number", "integer", "boolean", "null")
-# spec: R-SCH-006 -- the supported format names.
+# spec: R-SCH-026 -- the supported format names.
 SUPPORTED_FORMATS: Final = (
     "date", "time", "date-time", "duration", "uri", "uri-reference", "url", "email", "hostname",
     "ipv4", "ipv6", "regex", "uuid", "json-pointer", "relative-json-pointer",
 )  # fmt: skip
-# spec: R-SCH-007 -- $schema accepts only Draft-7 identifiers over http or https.
+# spec: R-SCH-023 -- $schema accepts only Draft-7 identifiers over http or https.
 DRAFT7_IDS: Final = frozenset(
     f"{scheme}://json-schema.org/draft-07/schema{suffix}" for scheme in ("http", "https") for suffix in ("", "#")
 )
-# spec: R-SCH-008, R-SCH-009 -- accepted, then removed before the definition is used.
+# spec: R-SCH-024, R-SCH-025 -- accepted, then removed before the definition is used.
 REMOVED_KEYWORDS: Final = frozenset({"$id", "_label", "_customMessages"})
-# spec: R-SCH-004 -- the root may not constrain values as a whole.
+# spec: R-SCH-027 -- the root may not constrain values as a whole.
 ROOT_FORBIDDEN: Final = frozenset({"anyOf", "oneOf", "allOf", "not", "enum", "const"})
 
 
@@ -180,12 +180,12 @@ def _examples(value: Any, path: str) -> SubSchemas:
 
 
 def _dialect(value: Any, path: str) -> SubSchemas:
-    if value not in DRAFT7_IDS:
+    if not isinstance(value, str) or value not in DRAFT7_IDS:  # a list or dict is not hashable
         raise _unsupported(path, "$schema accepts only the Draft-7 identifier (http or https).")
     yield from ()
 
 
-# spec: R-SCH-005 -- the keyword table, one checker each.  Anything missing is unsupported.
+# spec: R-SCH-013 .. R-SCH-021 -- the keyword table, one checker each.  Anything missing is unsupported.
 KEYWORD_CHECKS: Final[dict[str, Callable[[Any, str], SubSchemas]]] = {
     "type": _type,
     "properties": _properties,
@@ -234,7 +234,7 @@ def ecma_regex_compiles(pattern: str) -> bool:
 
 
 def _check_plain_json(root: Any) -> None:
-    """spec: R-SCH-012 -- a definition is copyable JSON: no cycles, no foreign objects."""
+    """spec: R-SCH-032 -- a definition is copyable JSON: no cycles, no foreign objects."""
     on_path: set[int] = set()
     stack: list[tuple[Any, str, bool]] = [(root, "", False)]
     while stack:
@@ -276,14 +276,14 @@ def _check_node(node: Any, path: str, depth: int, state: _WalkState, pending: li
     if depth > MAX_SCHEMA_DEPTH:
         raise _too_large(path, f"the definition nests deeper than {MAX_SCHEMA_DEPTH} levels.")
     if isinstance(node, bool):
-        return  # spec: R-SCH-013 -- boolean schemas are fine below the root
+        return  # spec: R-SCH-033 -- boolean schemas are fine below the root
     if not isinstance(node, dict):
         raise _unsupported(path, "a schema must be an object or a boolean.")
     for keyword, value in node.items():
         check = KEYWORD_CHECKS.get(keyword)
         kpath = f"{path}/{jsonpointer.escape_token(keyword)}"
         if check is None:
-            # spec: R-SCH-010 -- $ref (even local), definitions, $defs, conditionals, the rest.
+            # spec: R-SCH-028, R-SCH-029, R-SCH-030, R-SCH-031 -- $ref (even local), definitions, $defs, conditionals, the rest.
             raise _unsupported(kpath, f"keyword {keyword!r} is not supported.")
         for sub_path, sub in check(value, kpath):
             pending.append((sub, sub_path, depth + 1))
@@ -302,11 +302,11 @@ def _check_definition(schema: Any) -> None:
     if not isinstance(schema, dict):
         raise _unsupported("", "the root of a definition must be an object schema.")
     if not schema:
-        return  # spec: R-SCH-002 -- {} means no extension fields
+        return  # spec: R-SCH-012 -- {} means no extension fields
     _check_plain_json(schema)
     if len(json.dumps(schema, ensure_ascii=False).encode("utf-8")) > MAX_SCHEMA_BYTES:
         raise _too_large("", f"the definition is larger than {MAX_SCHEMA_BYTES} bytes.")
-    # spec: R-SCH-001 -- a non-empty root is type "object" with properties.
+    # spec: R-SCH-011 -- a non-empty root is type "object" with properties.
     if schema.get("type") != "object":
         raise _unsupported("/type", 'the root must have type "object".')
     if not isinstance(schema.get("properties"), dict):
@@ -361,10 +361,11 @@ _uri_func, _uri_raises = Draft7Validator.FORMAT_CHECKER.checkers["uri"]
 _FORMATS.checks("url", raises=_uri_raises)(_uri_func)  # D-SCH-002: url is an absolute URI
 
 
-@_FORMATS.checks("regex")
 def _regex_format(instance: object) -> bool:
     return not isinstance(instance, str) or ecma_regex_compiles(instance)
 
+
+_FORMATS.checks("regex")(_regex_format)
 
 def _ecma_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
     if isinstance(instance, str) and _compiled(pattern).find(instance) is None:
@@ -415,7 +416,7 @@ class Definition:
         return self.schema["properties"][name]
 
     def selected_schema(self, selected: tuple[str, ...]) -> dict[str, Any]:
-        """spec: R-FLD-005, R-FLD-006 -- only the selected properties, required filtered."""
+        """spec: R-FLD-007, R-FLD-008, R-FLD-009 -- only the selected properties, required filtered."""
         out: dict[str, Any] = {"type": "object"}
         for annotation in ("title", "description"):
             if annotation in self.schema:

@@ -1,0 +1,192 @@
+"""``intentref bench``: every performance ratio the project tracks, measured in one run.
+
+Each benchmark measures our cost and a floor (or a peer) in the same process and the same
+run, and reports the ratio against its target; absolute times vary by machine, ratios
+much less.  ``--smoke`` runs each with tiny sizes to prove it still works (CI does this);
+its figures mean nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+ORDER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"orderId": {"type": "string", "description": "当前请求中的订单编号，保留前导零。"}},
+    "required": ["orderId"],
+    "additionalProperties": False,
+}
+ORDER_CORE: dict[str, Any] = {
+    "normalizedInput": "查询订单 000123。",
+    "primaryIntent": "查询订单 000123",
+    "requirements": [],
+    "prohibitions": [],
+    "intents": [
+        {
+            "action": "query",
+            "target": "订单 000123",
+            "requirements": [],
+            "blockers": {"clarificationReason": None, "questions": [], "confirmationReason": None, "conditionReason": None},
+        }
+    ],
+}
+ORDER_DATA: dict[str, Any] = {
+    "data": {"orderId": "000123"},
+    "evidence": [{"path": "/data/orderId", "mode": "exact", "sources": [{"sourceId": "input", "quote": "000123"}]}],
+    "descriptionChecks": [
+        {
+            "path": "/data/orderId",
+            "verdict": "satisfied",
+            "explanation": "输入明确提供精确订单编号。",
+            "sources": [{"sourceId": "input", "quote": "000123"}],
+        }
+    ],
+    "fieldResults": [{"path": "/data/orderId", "status": "extracted", "explanation": "输入明确提供编号。"}],
+    "issues": [],
+}
+ORDER_INPUT = "查询订单 000123"
+
+
+@dataclass
+class Figure:
+    name: str
+    ours: float
+    floor: float
+    unit: str
+    target: float  # the ratio must not exceed this
+    what: str  # one line: what was compared with what
+
+    @property
+    def ratio(self) -> float:
+        return self.ours / self.floor if self.floor else float("inf")
+
+    @property
+    def ok(self) -> bool:
+        return self.ratio <= self.target
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "ours": self.ours, "floor": self.floor, "unit": self.unit,
+            "ratio": round(self.ratio, 3), "target": self.target, "ok": self.ok, "what": self.what,
+        }  # fmt: skip
+
+
+def per_call(fn: Callable[[int], None], calls: int, repeats: int = 5) -> float:
+    """Median seconds per call of ``fn(calls)`` (which makes ``calls`` calls) over repeats."""
+    samples = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        fn(calls)
+        samples.append((time.perf_counter() - started) / calls)
+    return statistics.median(samples)
+
+
+def bench_core_accept(smoke: bool = False) -> Figure:
+    """Issue 2: the two accept steps of the seed order flow against json + sha256 + json."""
+    from .intent import Intent
+
+    intent = Intent({"language": "zh-CN", "schema": ORDER_SCHEMA})
+    core_text = json.dumps(ORDER_CORE, ensure_ascii=False)
+    data_text = json.dumps(ORDER_DATA, ensure_ascii=False)
+    calls = 50 if smoke else 3_000
+    # Warm the validator cache and every lazy import outside the measurement.
+    warm = intent.start({"input": ORDER_INPUT})
+    warm.submit(core_text)
+    warm.submit(data_text)
+
+    def ours(n: int) -> None:
+        jobs = [intent.start({"input": ORDER_INPUT}) for _ in range(n)]
+        started = time.perf_counter()
+        for job in jobs:
+            job.submit(core_text)
+            job.submit(data_text)
+        ours.elapsed += time.perf_counter() - started  # type: ignore[attr-defined]
+
+    def floor(n: int) -> None:
+        for _ in range(n):
+            for text in (core_text, data_text):
+                value = json.loads(text)
+                hashlib.sha256(text.encode("utf-8")).digest()
+                json.dumps(value, ensure_ascii=False)
+
+    samples = []
+    for _ in range(5):
+        ours.elapsed = 0.0  # type: ignore[attr-defined]
+        ours(calls)
+        samples.append(ours.elapsed / calls)  # type: ignore[attr-defined]
+    return Figure(
+        "core accept (seed order: core + data)",
+        statistics.median(samples),
+        per_call(floor, calls),
+        "s/flow",
+        8.0,
+        "Job.submit of the seed core and data candidates vs json.loads + sha256 + json.dumps of the same texts",
+    )
+
+
+def _registry() -> dict[str, Callable[[bool], list[Figure]]]:
+    benches: dict[str, Callable[[bool], list[Figure]]] = {"core": lambda smoke: [bench_core_accept(smoke)]}
+    # Later benchmarks register themselves here when their modules exist.
+    try:
+        from .bench_bridge import figures as bridge_figures
+
+        benches["bridge"] = bridge_figures
+    except ImportError:  # pragma: no cover - only while a module is being written
+        pass
+    try:
+        from .bench_mcp import figures as mcp_figures
+
+        benches["mcp"] = mcp_figures
+    except ImportError:  # pragma: no cover
+        pass
+    try:
+        from .conformance.bench import figures as conformance_figures
+
+        benches["conformance"] = conformance_figures
+    except ImportError:  # pragma: no cover
+        pass
+    return benches
+
+
+def machine_line() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            names = [line.split(":", 1)[1].strip() for line in info if line.startswith("model name")]
+        cpu = names[0] if names else cpu
+    except OSError:
+        pass
+    return f"{platform.system()} {platform.release()}, {cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
+
+
+def main(smoke: bool = False, only: list[str] | None = None) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    console.print(f"machine: {machine_line()}")
+    figures: list[Figure] = []
+    for name, bench in _registry().items():
+        if only and name not in only:
+            continue
+        figures.extend(bench(smoke))
+    table = Table(title="intentref benchmarks" + (" (smoke: figures not meaningful)" if smoke else ""))
+    for column in ("benchmark", "ours", "floor/peer", "ratio", "target", ""):
+        table.add_column(column)
+    for f in figures:
+        table.add_row(f.name, f"{f.ours:.3g} {f.unit}", f"{f.floor:.3g} {f.unit}", f"{f.ratio:.2f}x", f"<= {f.target}x",
+                      "ok" if f.ok else "OVER")  # fmt: skip
+    console.print(table)
+    for f in figures:
+        console.print(f"  {f.name}: {f.what}")
+    print(json.dumps({"machine": machine_line(), "figures": [f.to_json() for f in figures]}, ensure_ascii=False))
+    # Smoke runs only prove the benchmarks work; real runs fail when a ratio is over target.
+    return 0 if smoke or all(f.ok for f in figures) else 1

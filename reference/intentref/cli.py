@@ -1,0 +1,64 @@
+"""The ``intentref`` command: one entry point, a subcommand per job.
+
+Subcommands import their machinery lazily so that ``intentref --help`` stays instant
+and the core never depends on the MCP SDK or the terminal UI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+from collections.abc import Sequence
+
+
+def _schemas(args: argparse.Namespace) -> int:
+    from . import models
+
+    out = pathlib.Path(args.out)
+    stale = []
+    for name in models.WIRE_TYPES:
+        text = json.dumps(models.json_schema(name), ensure_ascii=False, indent=2) + "\n"
+        path = out / f"{name}.schema.json"
+        if args.check:
+            if not path.exists() or path.read_text("utf-8") != text:
+                stale.append(str(path))
+        else:
+            out.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, "utf-8")
+    if stale:
+        print("stale schemas (run `intentref schemas`):", *stale, sep="\n  ", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from .bench import main as bench_main
+
+    return bench_main(smoke=args.smoke, only=args.only)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="intentref", description=__doc__.splitlines()[0] if __doc__ else None)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("schemas", help="write (or --check) the JSON Schemas of every wire type")
+    p.add_argument("--out", default="spec/schemas", help="folder of the .schema.json files (default: spec/schemas)")
+    p.add_argument("--check", action="store_true", help="exit 1 if a published schema differs from the models")
+    p.set_defaults(run=_schemas)
+
+    p = sub.add_parser("bench", help="run every benchmark and print its ratio against the floor or peer")
+    p.add_argument("--smoke", action="store_true", help="tiny sizes: checks the benchmarks run, not their figures")
+    p.add_argument("--only", action="append", default=[], help="run only the named benchmark (repeatable)")
+    p.set_defaults(run=_bench)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.run(args))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""Executing a selection of cases against a target, one run per configuration.
+
+Cases without Bridge options share one run (one server process over stdio); a case that
+sets options gets a fresh run of its own, so capacity counts start from zero and no
+other case's records can be evicted by it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .fixtures import Case
+from .script import ERRORED, FAILED, PASSED, UNSUPPORTED, CaseOutcome, run_case
+from .targets import ConfigRejected, Run, Target, load_instances
+from .values import History, match
+
+
+def execute(
+    cases: Iterable[Case],
+    target: Target,
+    on_outcome: Callable[[Case, CaseOutcome], None] | None = None,
+    instances: dict[str, Any] | None = None,
+) -> list[CaseOutcome]:
+    instances = load_instances() if instances is None else instances
+    outcomes: list[CaseOutcome] = []
+    shared: Run | None = None
+    try:
+        for case in cases:
+            outcome = _one(case, target, instances)
+            if outcome is None:  # needs the shared run
+                if shared is None:
+                    shared = target.open(instances, {})
+                outcome = run_case(case.data, shared, target.transport)
+                if outcome.outcome == ERRORED:
+                    # A broken shared run (say, a crashed server) must not fail every later case.
+                    _close_quietly(shared)
+                    shared = None
+            outcomes.append(outcome)
+            if on_outcome is not None:
+                on_outcome(case, outcome)
+    finally:
+        if shared is not None:
+            _close_quietly(shared)
+    return outcomes
+
+
+def _one(case: Case, target: Target, instances: dict[str, Any]) -> CaseOutcome | None:
+    if case.transport == "mcp" and target.transport != "mcp":
+        return CaseOutcome(case.id, UNSUPPORTED, detail="checks the MCP envelope; the target is not MCP")
+    options = case.bridge_options
+    reason = target.unsupported(options)
+    if reason is not None:
+        return CaseOutcome(case.id, UNSUPPORTED, detail=reason)
+    setup = case.data.get("setup")
+    if setup is None and not options:
+        return None
+    own_instances = setup["instances"] if setup is not None else instances
+    try:
+        run = target.open(own_instances, options)
+    except ConfigRejected as rejected:
+        if setup is not None and "expect" in setup:
+            return _setup_outcome(case, setup["expect"], rejected.error)
+        return CaseOutcome(case.id, ERRORED, detail=f"the target refused the configuration: {rejected.error}")
+    except Exception as exc:
+        return CaseOutcome(case.id, ERRORED, detail=f"could not start a run with {options}: {exc}")
+    try:
+        if setup is not None and "expect" in setup:
+            return _setup_outcome(case, setup["expect"], {"ok": True})
+        return run_case(case.data, run, target.transport)
+    finally:
+        _close_quietly(run)
+
+
+def _setup_outcome(case: Case, expected: Any, actual: Any) -> CaseOutcome:
+    mismatches = [f"setup {m}" for m in match(expected, actual, "", History())]
+    return CaseOutcome(case.id, FAILED if mismatches else PASSED, mismatches=mismatches)
+
+
+def _close_quietly(run: Run) -> None:
+    # A run that fails to close has already told us what it could.
+    with contextlib.suppress(Exception):
+        run.close()

@@ -1,0 +1,128 @@
+"""What the runner drives: a target opens runs, a run opens sessions, a session makes calls.
+
+A *run* is one configuration (the instances of ``instances.json`` plus Bridge options);
+a target that cannot take an option says so through ``unsupported`` and the case is
+reported as unsupported, never as failed.  Adapters for MCP over stdio and HTTP and for
+the JSON-lines harness live beside this module; the in-process target is here because it
+is the floor every other target is compared with.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from .._paths import data_dir
+
+
+class ConfigRejected(Exception):
+    """The target refused the run's configuration; ``error`` is a SerializedIntentError."""
+
+    def __init__(self, error: dict[str, Any]) -> None:
+        super().__init__(error.get("code"))
+        self.error = error
+
+
+@dataclass
+class Reply:
+    """A BridgeReply as the target delivered it."""
+
+    value: Any  # the reply object (structuredContent over MCP)
+    text: str | None = None  # the reply's own JSON text, where the transport carries one
+    envelope: dict[str, Any] | None = None  # MCP only: {"isError": bool, "textIsReply": bool}
+
+
+class Session(Protocol):
+    def prepare(self, request: Any) -> Reply: ...
+    def accept(self, request: Any) -> Reply: ...
+    def cancel(self, request: Any) -> Reply: ...
+    def close(self) -> None: ...
+
+
+class Run(Protocol):
+    def connect(self) -> Session: ...
+    def close(self) -> None: ...
+
+
+class Target(Protocol):
+    name: str
+    transport: str  # "in-process", "mcp" or "harness"
+
+    def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
+        """Why a run with these options cannot be made here, or None."""
+
+    def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run: ...
+
+    def close(self) -> None: ...
+
+
+def load_instances() -> dict[str, Any]:
+    """The instance configurations of ``conformance/instances.json``."""
+    document = json.loads((data_dir("conformance") / "instances.json").read_text("utf-8"))
+    return dict(document["instances"])
+
+
+# --- the bundled reference, in this process ------------------------------------------------
+
+
+class _InProcessSession:
+    def __init__(self, session: Any) -> None:
+        self._session = session
+
+    def prepare(self, request: Any) -> Reply:
+        return Reply(self._session.prepare(request))
+
+    def accept(self, request: Any) -> Reply:
+        return Reply(self._session.accept(request))
+
+    def cancel(self, request: Any) -> Reply:
+        return Reply(self._session.cancel(request))
+
+    def close(self) -> None:
+        self._session.close()
+
+
+class _InProcessRun:
+    def __init__(self, bridge: Any) -> None:
+        self._bridge = bridge
+
+    def connect(self) -> Session:
+        return _InProcessSession(self._bridge.connect())
+
+    def close(self) -> None:
+        self._bridge.close()
+
+
+class InProcessTarget:
+    """The reference Bridge called directly: what mutation testing and differential checks use.
+
+    ``bridge_factory`` lets a test wrap the reference (to prove the suite catches a
+    deliberately broken implementation) without touching the runner.
+    """
+
+    name = "reference (in-process)"
+    transport = "in-process"
+
+    def __init__(self, bridge_factory: Any = None) -> None:
+        if bridge_factory is None:
+            from ..bridge import create_intent_bridge
+
+            bridge_factory = create_intent_bridge
+        self._factory = bridge_factory
+
+    def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
+        return None
+
+    def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run:
+        from ..errors import IntentParseError
+        from ..intent import Intent
+
+        try:
+            built = {name: Intent(config) for name, config in instances.items()}
+            return _InProcessRun(self._factory({"instances": built, **bridge_options}))
+        except IntentParseError as exc:
+            raise ConfigRejected(exc.to_json()) from None
+
+    def close(self) -> None:
+        pass
