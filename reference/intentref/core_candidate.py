@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
+from .text import has_text
+
 ACTIONS: Final = ("query", "analyze", "generate", "modify", "delete", "execute", "other")  # spec: R-RES-008
 ROOT_MEMBERS: Final = ("normalizedInput", "primaryIntent", "requirements", "prohibitions", "intents")
 ITEM_MEMBERS: Final = ("action", "target", "requirements", "blockers")
@@ -74,8 +76,8 @@ Rule = Callable[[Any], Iterator[Violation]]
 
 
 def _is_text(value: Any) -> bool:
-    # spec: R-COR-009 -- every non-null text must hold a non-whitespace character.
-    return isinstance(value, str) and bool(value.strip())
+    # spec: R-COR-009 -- every non-null text must hold a non-whitespace character (D-TXT-001).
+    return has_text(value)
 
 
 def _exact_members(node: dict[str, Any], members: tuple[str, ...], path: str) -> Iterator[Violation]:

@@ -16,6 +16,7 @@ from typing import Any, Final
 from . import jsonpointer
 from .errors import BUSINESS_ISSUE_CODES, DEFINITION_ISSUE_CODES, RESERVED_ISSUE_CODES, Issue
 from .schema_subset import Definition
+from .text import has_text
 
 ROOT_MEMBERS: Final = ("data", "evidence", "descriptionChecks", "fieldResults", "issues")
 EVIDENCE_MEMBERS: Final = ("path", "mode", "sources")
@@ -59,7 +60,7 @@ Rule = Callable[[dict[str, Any], DataContext], Iterator[Violation]]
 
 
 def _is_text(value: Any) -> bool:
-    return isinstance(value, str) and bool(value.strip())
+    return has_text(value)  # spec: R-DAT-014, D-TXT-001
 
 
 def _exact_members(node: dict[str, Any], members: tuple[str, ...], path: str) -> Iterator[Violation]:
@@ -212,7 +213,7 @@ def description_checks_are_well_formed(c: dict[str, Any], ctx: DataContext) -> I
 def applicable_descriptions_are_checked(c: dict[str, Any], ctx: DataContext) -> Iterator[Violation]:
     # spec: R-SRC-001, R-SRC-005 -- a root description is checked at /data, even under
     # partial selection; D-DAT-002 -- so is the description of each returned field.
-    checked = {e.get("path") for _, e in _entries(c, "descriptionChecks")}
+    checked = {e["path"] for _, e in _entries(c, "descriptionChecks") if isinstance(e.get("path"), str)}
     if ctx.definition.root_description is not None and "/data" not in checked:
         yield "/descriptionChecks", "the definition has a root description: add a descriptionCheck at /data."
     data = c.get("data")
@@ -283,7 +284,7 @@ def issues_are_well_formed(c: dict[str, Any], ctx: DataContext) -> Iterator[Viol
         if code in RESERVED_ISSUE_CODES:
             # spec: R-DAT-022 -- source faults are the runtime's to find, never the model's to file.
             yield f"{path}/code", f"{code} may not be filed by a candidate; source problems are contract errors."
-        elif category not in ISSUE_CODES_BY_CATEGORY:
+        elif not isinstance(category, str) or category not in ISSUE_CODES_BY_CATEGORY:  # may be unhashable
             yield f"{path}/category", "category must be business_information or definition."
         elif code not in ISSUE_CODES_BY_CATEGORY[category]:
             allowed = ", ".join(ISSUE_CODES_BY_CATEGORY[category])

@@ -30,7 +30,7 @@ class ErrorCodeInfo:
 # seeds; the rest are reference decisions (D-ERR-002 .. D-ERR-006).
 ERROR_CODES: Final[dict[str, ErrorCodeInfo]] = {
     "CONFIG_INVALID": ErrorCodeInfo(("config",), "config"),
-    "SCHEMA_UNSUPPORTED": ErrorCodeInfo(("config",), "definition"),
+    "SCHEMA_UNSUPPORTED": ErrorCodeInfo(("config",), "config"),
     "LIMIT_EXCEEDED": ErrorCodeInfo(("config", "input", "core", "data", "bridge"), "processing"),
     "INPUT_INVALID": ErrorCodeInfo(("input", "bridge"), "input"),
     "UNKNOWN_FIELD": ErrorCodeInfo(("input",), "input"),

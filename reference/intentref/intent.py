@@ -12,11 +12,13 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
+from . import jsonpointer
 from .errors import IntentParseError, Issue, error
 from .job import Job
 from .limits import DEFAULT_REPAIR_ATTEMPTS, MAX_REPAIR_ATTEMPTS
 from .request import read_request
 from .schema_subset import Definition
+from .text import has_text
 
 CONFIG_KEYS: Final = frozenset({"language", "schema", "repairAttempts"})
 DEFAULT_LANGUAGE: Final = "en"  # D-CFG-002
@@ -65,9 +67,9 @@ class Intent:
             raise _config_error("", "an Intent config must be an object.")
         for key in config:
             if key not in CONFIG_KEYS:
-                raise _config_error(f"/{key}", f"unknown config member {key!r}.")
+                raise _config_error("/" + jsonpointer.escape_token(str(key)), f"unknown config member {key!r}.")
         language = config.get("language", DEFAULT_LANGUAGE)
-        if not isinstance(language, str) or not language.strip():
+        if not has_text(language):
             raise _config_error("/language", "language must be a non-blank language tag such as zh-CN.")
         attempts = config.get("repairAttempts", DEFAULT_REPAIR_ATTEMPTS)
         if isinstance(attempts, bool) or not isinstance(attempts, int) or not 0 <= attempts <= MAX_REPAIR_ATTEMPTS:

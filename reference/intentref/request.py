@@ -20,6 +20,7 @@ from .limits import (
     is_well_formed,
     utf8_length,
 )
+from .text import has_text
 
 CONTEXT_ROLES = ("user", "assistant", "tool")  # spec: R-TSK-007
 REQUEST_KEYS = frozenset({"input", "context", "fields"})
@@ -71,7 +72,7 @@ def read_request(request: Any, defined_fields: Sequence[str]) -> ParseRequest:
     """Validate a parse request against an instance's defined top-level fields."""
     if not isinstance(request, Mapping):
         raise _invalid("", "request must be an object.")
-    unknown = sorted(k for k in request if k not in REQUEST_KEYS)
+    unknown = sorted((k for k in request if k not in REQUEST_KEYS), key=str)  # keys may mix types
     if unknown:  # D-REQ-001: unknown request members are refused, not ignored
         key = str(unknown[0])
         raise _invalid("/" + jsonpointer.escape_token(key), f"unknown request member {key!r}.")
@@ -79,7 +80,7 @@ def read_request(request: Any, defined_fields: Sequence[str]) -> ParseRequest:
     if "input" not in request:
         raise _invalid("/input", "input is required.")
     text = _require_text(request["input"], "/input", "input")
-    if not text.strip():  # spec: R-RES-016, R-ERR-017 -- the seed's exact blank-input error, no issues
+    if not has_text(text):  # spec: R-RES-016, R-ERR-017 -- the seed's exact blank-input error, no issues
         raise error("INPUT_INVALID", "input", BLANK_INPUT_MESSAGE)
     if utf8_length(text) > MAX_INPUT_BYTES:
         raise error(
@@ -144,8 +145,9 @@ def _read_fields(request: Mapping[str, Any], defined_fields: Sequence[str]) -> t
     value = request["fields"]
     if not isinstance(value, list):
         raise _invalid("/fields", "fields must be an array of top-level field names.")
-    if len(value) > MAX_FIELDS_SELECTED:
-        raise _invalid("/fields", f"fields selects more than {MAX_FIELDS_SELECTED} names.")
+    if len(value) > MAX_FIELDS_SELECTED:  # D-LIM-002
+        message = f"fields selects more than {MAX_FIELDS_SELECTED} names."
+        raise error("LIMIT_EXCEEDED", "input", message, [Issue("LIMIT_EXCEEDED", "input", "/fields", message)])
     defined = set(defined_fields)
     seen: list[str] = []
     for index, name in enumerate(value):

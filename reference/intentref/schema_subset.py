@@ -31,10 +31,12 @@ from .limits import (
     MAX_PATTERN_LENGTH,
     MAX_SCHEMA_BYTES,
     MAX_SCHEMA_DEPTH,
+    MAX_SCHEMA_JSON_DEPTH,
     MAX_SCHEMA_NODES,
     MAX_TOP_LEVEL_FIELDS,
     MIN_COMBINATION_ITEMS,
 )
+from .text import has_text
 
 JSON_TYPES: Final = ("object", "array", "string", "number", "integer", "boolean", "null")
 # spec: R-SCH-026 -- the supported format names.
@@ -236,24 +238,27 @@ def ecma_regex_compiles(pattern: str) -> bool:
 def _check_plain_json(root: Any) -> None:
     """spec: R-SCH-032 -- a definition is copyable JSON: no cycles, no foreign objects."""
     on_path: set[int] = set()
-    stack: list[tuple[Any, str, bool]] = [(root, "", False)]
+    stack: list[tuple[Any, str, bool, int]] = [(root, "", False, 0)]
     while stack:
-        node, path, leaving = stack.pop()
+        node, path, leaving, depth = stack.pop()
         if leaving:
             on_path.discard(id(node))
             continue
         if isinstance(node, dict | list):
             if id(node) in on_path:
                 raise _unsupported(path, "the definition contains a cycle.")
+            if depth > MAX_SCHEMA_JSON_DEPTH:
+                # Before anything recursive (json.dumps, the validator) meets it.
+                raise _too_large(path, f"the definition nests deeper than {MAX_SCHEMA_JSON_DEPTH} JSON levels.")
             on_path.add(id(node))
-            stack.append((node, path, True))
+            stack.append((node, path, True, depth))
             if isinstance(node, dict):
                 for key, value in node.items():
                     if not isinstance(key, str):
                         raise _unsupported(path, "object keys must be strings.")
-                    stack.append((value, f"{path}/{jsonpointer.escape_token(key)}", False))
+                    stack.append((value, f"{path}/{jsonpointer.escape_token(key)}", False, depth + 1))
             else:
-                stack.extend((value, f"{path}/{i}", False) for i, value in enumerate(node))
+                stack.extend((value, f"{path}/{i}", False, depth + 1) for i, value in enumerate(node))
         elif isinstance(node, float):
             if not math.isfinite(node):
                 raise _unsupported(path, "numbers must be finite.")
@@ -385,6 +390,31 @@ def _compiled(pattern: str) -> Any:
 _Validator = jsonschema.validators.extend(Draft7Validator, {"pattern": _ecma_pattern})
 
 
+def _validation_schema(node: Any) -> Any:
+    """``node`` with boolean property and items schemas written as objects.
+
+    jsonschema reports an error from a boolean subschema without its instance path (a
+    ``false`` property would be blamed on its parent object), so for validation only,
+    ``true`` becomes ``{}`` and ``false`` becomes ``{"not": {}}``: the same meaning.
+    """
+    if isinstance(node, bool):
+        return {} if node else {"not": {}}
+    if not isinstance(node, dict):
+        return node
+    out = dict(node)
+    if isinstance(out.get("properties"), dict):
+        out["properties"] = {k: _validation_schema(v) for k, v in out["properties"].items()}
+    for keyword in ("items", "not", "additionalProperties"):
+        if isinstance(out.get(keyword), dict):
+            out[keyword] = _validation_schema(out[keyword])
+    if isinstance(out.get("items"), bool):
+        out["items"] = _validation_schema(out["items"])
+    for keyword in ("anyOf", "oneOf", "allOf"):
+        if isinstance(out.get(keyword), list):
+            out[keyword] = [_validation_schema(v) if isinstance(v, dict) else v for v in out[keyword]]
+    return out
+
+
 @dataclass(frozen=True)
 class DataError:
     path: str  # JSON Pointer under /data
@@ -410,7 +440,7 @@ class Definition:
     @property
     def root_description(self) -> str | None:
         value = self.schema.get("description")
-        return value if isinstance(value, str) and value.strip() else None
+        return value if has_text(value) else None
 
     def field_schema(self, name: str) -> Any:
         return self.schema["properties"][name]
@@ -434,7 +464,7 @@ class Definition:
         """Validation errors of ``data`` against the selection: never coerces, fills or drops."""
         validator = self._validators.get(selected)
         if validator is None:
-            validator = _Validator(self.selected_schema(selected), format_checker=_FORMATS)
+            validator = _Validator(_validation_schema(self.selected_schema(selected)), format_checker=_FORMATS)
             self._validators[selected] = validator
         out = []
         for err in validator.iter_errors(data):
