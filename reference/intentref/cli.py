@@ -52,6 +52,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--smoke", action="store_true", help="tiny sizes: checks the benchmarks run, not their figures")
     p.add_argument("--only", action="append", default=[], help="run only the named benchmark (repeatable)")
     p.set_defaults(run=_bench)
+
+    # properties / fuzz / check: each module declares its own arguments and imports its
+    # machinery only when run, so building this parser stays cheap.
+    from . import check, fuzz, properties_cli
+
+    for command in (properties_cli, fuzz, check):
+        command.add_parser(sub)
     return parser
 
 

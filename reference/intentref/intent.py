@@ -129,6 +129,9 @@ def _step(job: Job, text: Any) -> dict[str, Any] | None:
     if outcome.failure is not None:
         raise outcome.failure
     if outcome.rejection is not None:
-        # On the API path nobody can resubmit the step, so a rejection ends the parse.
-        raise outcome.rejection
+        # On the API path nobody can resubmit the step, so a rejection ends the parse
+        # (D-CFG-004), and like every ending after the core it keeps what was understood
+        # (D-ERR-009).
+        rejected = outcome.rejection
+        raise error(rejected.code, rejected.stage, rejected.message, rejected.issues, job.checked_default)
     return None

@@ -109,6 +109,34 @@ class Job:
         self.selected = definition.fields if request.fields is None else request.fields
         self.task: Task = self._core_task(None)
 
+    @classmethod
+    def at_step(
+        cls,
+        definition: Definition,
+        language: str,
+        repair_attempts: int,
+        request: ParseRequest,
+        *,
+        stage: ErrorStage = "core",
+        checked_default: dict[str, Any] | None = None,
+        repairs_used: int = 0,
+        repair: dict[str, Any] | None = None,
+    ) -> Job:
+        """A job standing at a step a host has received: what ``intentref check`` judges offline.
+
+        A data step needs the checked default of its core step; ``repairs_used`` repairs of
+        ``stage`` are already spent, and ``repair`` is the repair material the task carries.
+        """
+        job = cls(definition, language, repair_attempts, request)
+        job.repairs_used[stage] = repairs_used
+        if stage == "data":
+            job.state = State.DATA
+            job.checked_default = checked_default
+            job.task = job._data_task(repair)
+        elif repair is not None:
+            job.task = job._core_task(repair)
+        return job
+
     # --- transitions ------------------------------------------------------------------------
 
     @property

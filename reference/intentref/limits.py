@@ -39,6 +39,10 @@ MAX_CANDIDATE_DEPTH: Final = 64
 # D-LIM-004 -- schema resource limits (LIMIT_EXCEEDED at construction, spec: R-SCH-010).
 MAX_SCHEMA_BYTES: Final = 256 * 1024
 MAX_SCHEMA_DEPTH: Final = 32
+# JSON nesting of the whole definition, keyword values included: two JSON levels per schema
+# level ("properties"/name, "anyOf"/index) plus a candidate-deep value (a const) at the bottom.
+# Checked first, iteratively, so that nothing recursive ever meets a deeper definition.
+MAX_SCHEMA_JSON_DEPTH: Final = 2 * MAX_SCHEMA_DEPTH + MAX_CANDIDATE_DEPTH
 MAX_SCHEMA_NODES: Final = 4_096
 MAX_TOP_LEVEL_FIELDS: Final = 256
 MAX_PATTERN_LENGTH: Final = 1_024

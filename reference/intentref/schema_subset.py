@@ -29,6 +29,7 @@ from .limits import (
     MAX_COMBINATION_ITEMS,
     MAX_ENUM_VALUES,
     MAX_PATTERN_LENGTH,
+    MAX_SAFE_INTEGER,
     MAX_SCHEMA_BYTES,
     MAX_SCHEMA_DEPTH,
     MAX_SCHEMA_JSON_DEPTH,
@@ -262,6 +263,9 @@ def _check_plain_json(root: Any) -> None:
         elif isinstance(node, float):
             if not math.isfinite(node):
                 raise _unsupported(path, "numbers must be finite.")
+        elif isinstance(node, int) and not isinstance(node, bool) and abs(node) > MAX_SAFE_INTEGER:
+            # D-SCH-010: a JavaScript runtime could not even read this definition.
+            raise _unsupported(path, "integers must lie within the safe integer range.")
         elif not (node is None or isinstance(node, str | int | bool)):
             raise _unsupported(path, f"{type(node).__name__} is not JSON data.")
 

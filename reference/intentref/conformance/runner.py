@@ -13,8 +13,51 @@ from typing import Any
 
 from .fixtures import Case
 from .script import ERRORED, FAILED, PASSED, UNSUPPORTED, CaseOutcome, run_case
-from .targets import ConfigRejected, Run, Target, load_instances
+from .targets import ConfigRejected, Run, Target, TargetUnsupported, load_instances
 from .values import History, match
+
+_OPEN_ATTEMPTS = 3
+
+
+class Executor:
+    """Runs cases one at a time, keeping the shared run open between them.
+
+    ``execute`` drives it over a list; the pytest plugin drives it one item at a time.
+    """
+
+    def __init__(self, target: Target, instances: dict[str, Any] | None = None) -> None:
+        self.target = target
+        self.instances = load_instances() if instances is None else instances
+        self._shared: Run | None = None
+        self._open_failures: list[str] = []  # consecutive failures to start the shared run
+
+    def run(self, case: Case) -> CaseOutcome:
+        outcome = _one(case, self.target, self.instances)
+        if outcome is not None:
+            return outcome
+        if self._shared is None:  # needs the shared run
+            if len(self._open_failures) >= _OPEN_ATTEMPTS:
+                # A target that cannot start at all should not cost a start-up per case.
+                return CaseOutcome(case.id, ERRORED, detail=self._open_failures[-1])
+            try:
+                self._shared = self.target.open(self.instances, {})
+            except TargetUnsupported as exc:
+                return CaseOutcome(case.id, UNSUPPORTED, detail=exc.reason)
+            except Exception as exc:
+                self._open_failures.append(f"could not start the shared run: {exc}")
+                return CaseOutcome(case.id, ERRORED, detail=self._open_failures[-1])
+            self._open_failures.clear()
+        outcome = run_case(case.data, self._shared, self.target.transport)
+        if outcome.outcome == ERRORED:
+            # A broken shared run (say, a crashed server) must not fail every later case.
+            _close_quietly(self._shared)
+            self._shared = None
+        return outcome
+
+    def close(self) -> None:
+        if self._shared is not None:
+            _close_quietly(self._shared)
+            self._shared = None
 
 
 def execute(
@@ -23,26 +66,16 @@ def execute(
     on_outcome: Callable[[Case, CaseOutcome], None] | None = None,
     instances: dict[str, Any] | None = None,
 ) -> list[CaseOutcome]:
-    instances = load_instances() if instances is None else instances
+    executor = Executor(target, instances)
     outcomes: list[CaseOutcome] = []
-    shared: Run | None = None
     try:
         for case in cases:
-            outcome = _one(case, target, instances)
-            if outcome is None:  # needs the shared run
-                if shared is None:
-                    shared = target.open(instances, {})
-                outcome = run_case(case.data, shared, target.transport)
-                if outcome.outcome == ERRORED:
-                    # A broken shared run (say, a crashed server) must not fail every later case.
-                    _close_quietly(shared)
-                    shared = None
+            outcome = executor.run(case)
             outcomes.append(outcome)
             if on_outcome is not None:
                 on_outcome(case, outcome)
     finally:
-        if shared is not None:
-            _close_quietly(shared)
+        executor.close()
     return outcomes
 
 
@@ -51,6 +84,9 @@ def _one(case: Case, target: Target, instances: dict[str, Any]) -> CaseOutcome |
         return CaseOutcome(case.id, UNSUPPORTED, detail="checks the MCP envelope; the target is not MCP")
     options = case.bridge_options
     reason = target.unsupported(options)
+    case_reason = getattr(target, "unsupported_case", None)
+    if reason is None and case_reason is not None:
+        reason = case_reason(case.data)  # sessions or setup the target cannot reproduce
     if reason is not None:
         return CaseOutcome(case.id, UNSUPPORTED, detail=reason)
     setup = case.data.get("setup")
@@ -59,6 +95,8 @@ def _one(case: Case, target: Target, instances: dict[str, Any]) -> CaseOutcome |
     own_instances = setup["instances"] if setup is not None else instances
     try:
         run = target.open(own_instances, options)
+    except TargetUnsupported as exc:
+        return CaseOutcome(case.id, UNSUPPORTED, detail=exc.reason)
     except ConfigRejected as rejected:
         if setup is not None and "expect" in setup:
             return _setup_outcome(case, setup["expect"], rejected.error)

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .targets import Reply, Run, Session
+from .targets import Reply, Run, Session, TargetUnsupported
 from .values import FixtureError, History, Unresolved, generate, match
 
 PASSED, FAILED, UNSUPPORTED, ERRORED = "passed", "failed", "unsupported", "errored"
@@ -80,13 +80,18 @@ def run_case(case: dict[str, Any], run: Run, transport: str) -> CaseOutcome:
         raise
     except TargetBroke as exc:
         outcome.outcome, outcome.detail = ERRORED, str(exc)
+    except TargetUnsupported as exc:  # e.g. a value the transport cannot carry
+        outcome.outcome, outcome.detail = UNSUPPORTED, exc.reason
+        outcome.mismatches, outcome.failed_step = [], None
     except Exception as exc:  # the target's adapter raised: the target broke, not the case
         outcome.outcome, outcome.detail = ERRORED, f"{type(exc).__name__}: {exc}"
     finally:
         for session in sessions.values():
-            # Closing after a broken step must not hide the outcome.
+            # Closing after a broken step must not hide the outcome.  The case is over:
+            # release() lets a target keep an expensive connection for the next case
+            # (D-CNF-002); an explicit close step above really closes.
             with contextlib.suppress(Exception):
-                session.close()
+                getattr(session, "release", session.close)()
     outcome.replies = history.replies
     outcome.seconds = time.perf_counter() - started
     return outcome

@@ -16,6 +16,18 @@ from typing import Any, Protocol
 from .._paths import data_dir
 
 
+class TargetUnsupported(Exception):
+    """The target cannot do what the case needs (an option, a value its transport cannot carry).
+
+    Raised by ``open`` or by a call; the case is reported ``unsupported`` with ``reason``,
+    never ``failed``: the implementation was not asked the question.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 class ConfigRejected(Exception):
     """The target refused the run's configuration; ``error`` is a SerializedIntentError."""
 
@@ -34,6 +46,11 @@ class Reply:
 
 
 class Session(Protocol):
+    """One connection.  A session may also have ``release()``, which the runner calls instead
+    of ``close()`` when the case is over: a target whose connections are expensive (one
+    server process each over stdio) keeps the connection for the next case, after ending
+    every job the case left active (D-CNF-002)."""
+
     def prepare(self, request: Any) -> Reply: ...
     def accept(self, request: Any) -> Reply: ...
     def cancel(self, request: Any) -> Reply: ...
@@ -50,7 +67,11 @@ class Target(Protocol):
     transport: str  # "in-process", "mcp" or "harness"
 
     def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
-        """Why a run with these options cannot be made here, or None."""
+        """Why a run with these options cannot be made here, or None.
+
+        A target may also define ``unsupported_case(case) -> str | None`` for reasons that
+        depend on the whole case (its sessions, its setup); the runner asks it when present.
+        """
 
     def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run: ...
 

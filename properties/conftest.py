@@ -1,0 +1,98 @@
+"""The target under test and the Hypothesis profiles of the property suite.
+
+The target comes from ``--intentref-properties-target SPEC`` (or ``--intentref-target``
+when the conformance pytest plugin registers it, or ``INTENTREF_PROPERTIES_TARGET``):
+``in-process`` (the default), ``stdio:COMMAND``, ``http:URL``, ``harness:COMMAND`` or
+``python:MODULE:ATTR``.  Any target but the in-process reference is checked
+differentially: each reply is compared with the reference's for the same inputs, and a
+difference fails with a ready-to-add conformance case (``--intentref-no-differential``
+turns that off).
+
+Profiles: ``intentref-ci`` (default), ``intentref-long``, and ``intentref-smoke`` (a few
+examples, for slow transports); choose one with ``--hypothesis-profile`` or
+``INTENTREF_PROPERTIES_PROFILE``.  With ``INTENTREF_PROPERTIES_STATS=FILE`` the call
+counters are written to FILE as JSON when the session ends.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from intentref import strategies as ist
+
+_QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
+          HealthCheck.function_scoped_fixture]  # fmt: skip
+settings.register_profile("intentref-ci", max_examples=30, deadline=None, database=None, print_blob=True,
+                          suppress_health_check=_QUIET, stateful_step_count=30)  # fmt: skip
+settings.register_profile("intentref-smoke", max_examples=4, deadline=None, database=None, print_blob=True,
+                          suppress_health_check=_QUIET, stateful_step_count=12)  # fmt: skip
+settings.register_profile("intentref-long", max_examples=400, deadline=None, database=None, print_blob=True,
+                          suppress_health_check=list(HealthCheck), stateful_step_count=80)  # fmt: skip
+settings.load_profile(os.environ.get("INTENTREF_PROPERTIES_PROFILE", "intentref-ci"))
+
+TARGET_OPTION = "--intentref-properties-target"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("intentref-properties", "intentref property suite")
+    # A name of our own: the conformance plugin's --intentref-target may be registered too.
+    group.addoption(TARGET_OPTION, default=None, metavar="SPEC",
+                    help="in-process (default), stdio:COMMAND, http:URL, harness:COMMAND or python:MODULE:ATTR")  # fmt: skip
+    group.addoption("--intentref-no-differential", action="store_true", default=False,
+                    help="do not compare the target's replies with the in-process reference")  # fmt: skip
+
+
+def _spec(config: pytest.Config) -> str:
+    spec = config.getoption(TARGET_OPTION)
+    if spec is None:
+        try:  # registered by intentref.conformance.pytest_plugin, when loaded
+            spec = config.getoption("--intentref-target")
+        except ValueError:
+            spec = None
+    return str(spec or os.environ.get("INTENTREF_PROPERTIES_TARGET") or "in-process")
+
+
+@pytest.fixture(scope="session")
+def intentref_target(request: pytest.FixtureRequest) -> Iterator[Any]:
+    spec = _spec(request.config)
+    target = ist.make_target(spec)
+    other = target.transport != "in-process" or spec.startswith("python:")
+    if other and not request.config.getoption("--intentref-no-differential"):
+        target = ist.DifferentialTarget(target)
+    yield target
+    ist.close_runs()
+    target.close()
+
+
+@pytest.fixture
+def example(intentref_target: Any) -> Any:
+    """``example(**kwargs)`` opens an ``ist.Example`` on the target, skipping what it cannot run."""
+
+    def make(**kwargs: Any) -> ist.Example:
+        return ist.Example(intentref_target, **kwargs)
+
+    return make
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    # A divergence's final (shrunk) example carries a conformance case: collect it for the CLI.
+    report = yield
+    path = os.environ.get("INTENTREF_PROPERTIES_CASES")
+    if path and call.excinfo is not None and isinstance(call.excinfo.value, ist.Divergence):
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(call.excinfo.value.case, ensure_ascii=True) + "\n")
+    return report
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    path = os.environ.get("INTENTREF_PROPERTIES_STATS")
+    if path:
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(dict(ist.STATS), handle, indent=1, sort_keys=True)

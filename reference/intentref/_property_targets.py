@@ -1,0 +1,684 @@
+"""Driving a conformance Target from properties: examples, shared runs, differential checks.
+
+* ``Example`` -- one Hypothesis example's calls against a target: sessions it opens are
+  closed at the end, every reply is checked to be a BridgeReply, every call is counted.
+  Runs are shared between examples (one server process for a whole stdio run) unless an
+  example needs Bridge options of its own.
+* ``DifferentialTarget`` -- wraps any Target; each call goes to the target *and* to the
+  in-process reference with the same inputs, and the replies must be equal once tokens
+  are replaced by placeholders paired in order of appearance.  A difference raises
+  ``Divergence``, whose message carries the example as a ready-to-add conformance case
+  (conformance/README.md) with the reference's reply as the exact expectation.
+* ``make_target`` -- a Target from a spec string (in-process, stdio:, http:, harness:,
+  python:MODULE:ATTR).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import importlib
+import json
+import os
+import re
+import unittest
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from .conformance.targets import (
+    InProcessTarget,
+    Reply,
+    Run,
+    Session,
+    Target,
+    TargetUnsupported,
+    load_instances,
+)
+from .jsontext import dumps_compact
+from .limits import is_well_formed
+
+TOKEN_MEMBERS: Final = ("jobId", "stepToken")
+REPLY_KINDS: Final = ("task", "result", "error")
+# Counters a whole property run reports (written out by properties/conftest.py).
+STATS: Counter[str] = Counter()
+
+
+def is_bridge_reply(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("kind") in REPLY_KINDS
+
+
+# --------------------------------------------------------------------------- targets from specs
+
+
+def make_target(spec: str) -> Target:
+    """``in-process``, ``stdio:COMMAND``, ``http:URL``, ``harness:COMMAND`` or ``python:MODULE:ATTR``."""
+    kind, _, rest = spec.partition(":")
+    if kind in ("in-process", "inprocess", "reference"):
+        return InProcessTarget()
+    if kind == "python":
+        module, _, attr = rest.rpartition(":")
+        made = getattr(importlib.import_module(module), attr)
+        return made() if callable(made) and not hasattr(made, "open") else made  # type: ignore[no-any-return]
+    if kind == "stdio":
+        from .conformance import mcp_targets
+
+        if rest.strip() == "reference":  # the bundled server, forked from a pre-imported parent
+            return mcp_targets.StdioTarget.reference()
+        if "{config}" not in rest:  # the seeds' CLI takes its instances file as --config FILE
+            rest += " --config {config}"
+        return mcp_targets.StdioTarget(rest)
+    if kind == "http":
+        from .conformance import mcp_targets
+
+        return mcp_targets.HttpTarget(rest)
+    if kind == "harness":
+        from .conformance import harness
+
+        return harness.HarnessTarget(rest)
+    raise ValueError(f"unknown target {spec!r}: use in-process, stdio:CMD, http:URL, harness:CMD or python:MOD:ATTR")
+
+
+# --------------------------------------------------------------------------- shared runs
+
+
+_RUNS: dict[tuple[int, str, str], tuple[Target, Run]] = {}
+
+
+def _key(target: Target, instances: dict[str, Any], options: dict[str, Any]) -> tuple[int, str, str]:
+    return id(target), json.dumps(instances, sort_keys=True), json.dumps(options, sort_keys=True)
+
+
+def shared_run(target: Target, instances: dict[str, Any], options: dict[str, Any]) -> Run:
+    key = _key(target, instances, options)
+    if key not in _RUNS:
+        _RUNS[key] = (target, target.open(instances, options))
+    return _RUNS[key][1]
+
+
+def forget_run(target: Target, instances: dict[str, Any], options: dict[str, Any]) -> None:
+    """Drop a shared run that broke (a crashed server), so the next example starts a new one."""
+    entry = _RUNS.pop(_key(target, instances, options), None)
+    if entry is not None:
+        with contextlib.suppress(Exception):
+            entry[1].close()
+
+
+def close_runs() -> None:
+    while _RUNS:
+        _, (_, run) = _RUNS.popitem()
+        with contextlib.suppress(Exception):
+            run.close()
+
+
+atexit.register(close_runs)
+
+
+# --------------------------------------------------------------------------- examples
+
+
+class UnsupportedByTarget(unittest.SkipTest):
+    """The target cannot make the run an example needs (Bridge options it does not take).
+
+    A SkipTest: pytest reports the property as skipped, and Hypothesis lets it through
+    at once instead of shrinking it as a failure.
+    """
+
+
+class ExampleSession:
+    """One connection of an example; each call returns the reply object, checked and counted."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self.last: Reply | None = None
+        self.closed = False
+
+    def _call(self, op: str, request: Any) -> dict[str, Any]:
+        STATS[f"calls.{op}"] += 1
+        try:
+            reply: Reply = getattr(self._session, op)(request)
+        except Divergence:
+            raise
+        except TargetUnsupported as exc:  # a value the transport cannot carry, say
+            raise UnsupportedByTarget(str(exc)) from None
+        except Exception:
+            STATS["uncaught_exceptions"] += 1
+            raise
+        if not is_bridge_reply(reply.value):
+            STATS["non_replies"] += 1
+            raise AssertionError(f"{op} returned something that is not a BridgeReply: {reply.value!r:.300}")
+        self.last = reply
+        value: dict[str, Any] = reply.value
+        return value
+
+    def prepare(self, request: Any) -> dict[str, Any]:
+        return self._call("prepare", request)
+
+    def accept(self, request: Any) -> dict[str, Any]:
+        return self._call("accept", request)
+
+    def cancel(self, request: Any) -> dict[str, Any]:
+        return self._call("cancel", request)
+
+    @property
+    def last_text(self) -> str | None:
+        return None if self.last is None else self.last.text
+
+    def close(self) -> None:
+        """Really close the connection (its jobs go with it)."""
+        if not self.closed:
+            self.closed = True
+            self._session.close()
+
+    def release(self) -> None:
+        """End this example's use of the session; a target may keep the connection for the next one."""
+        if not self.closed:
+            self.closed = True
+            getattr(self._session, "release", self._session.close)()
+
+
+class Example:
+    """``with Example(target) as ex: s = ex.session(); s.prepare(...)``.
+
+    ``instances`` default to the property catalog (instances.json plus generated schemas);
+    ``options`` are Bridge options, and make the example use a run of its own (``fresh``),
+    since capacity counts must start from zero.
+    """
+
+    def __init__(self, target: Target, instances: dict[str, Any] | None = None, options: dict[str, Any] | None = None,
+                 requirements: tuple[str, ...] | list[str] = (), fresh: bool | None = None) -> None:  # fmt: skip
+        self.target = target
+        self.instances = catalog_instances(target) if instances is None else instances
+        self.options = dict(options or {})
+        self.fresh = bool(self.options) if fresh is None else fresh
+        self.requirements = tuple(requirements)
+        self.sessions: list[ExampleSession] = []
+        self._run: Run | None = None
+
+    def __enter__(self) -> Example:
+        reason = self.target.unsupported(self.options)
+        if reason is not None:
+            raise UnsupportedByTarget(reason)
+        try:
+            self._run = self.target.open(self.instances, self.options) if self.fresh else shared_run(
+                self.target, self.instances, self.options)  # fmt: skip
+        except TargetUnsupported as exc:
+            raise UnsupportedByTarget(str(exc)) from None
+        begin = getattr(self._run, "begin_example", None)
+        if begin is not None:
+            begin(self.requirements)
+        return self
+
+    def session(self) -> ExampleSession:
+        assert self._run is not None, "use Example as a context manager"
+        session = ExampleSession(self._run.connect())
+        self.sessions.append(session)
+        return session
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        try:
+            for session in self.sessions:
+                if exc is None:
+                    session.release()
+                else:  # the example's own failure is the one to report
+                    with contextlib.suppress(Exception):
+                        session.release()
+        finally:
+            if self.fresh and self._run is not None:
+                with contextlib.suppress(Exception):
+                    self._run.close()
+            elif exc is not None and not isinstance(exc, AssertionError):
+                # A transport failure leaves the shared run in an unknown state.
+                forget_run(self.target, self.instances, self.options)
+
+
+# --------------------------------------------------------------------------- the instance catalog
+
+CATALOG_SEED: Final = 20_240_601
+CATALOG_SIZE: Final = 12
+
+
+def generated_instances(seed: int = CATALOG_SEED, count: int = CATALOG_SIZE) -> dict[str, Any]:
+    """``gen-00`` .. : generated schemas (keys with ~, /, ~1 and ""), fixed by the seed.
+
+    They join the instances of every shared run, so a stdio target serves all of them from
+    one process while Hypothesis varies requests and candidates over them.
+    """
+    from ._strategies_impl import RandomDraw, schema
+
+    draw = RandomDraw(seed)
+    out: dict[str, Any] = {
+        # The first one holds every escaping edge case at the top level and nested.
+        "gen-00": {"language": "en", "repairAttempts": 0, "schema": {
+            "type": "object",
+            "properties": {
+                "~": {"type": "string"}, "/": {"type": "string"}, "~1": {"type": "string"}, "": {"type": "string"},
+                "~0/": {"type": "object", "properties": {"a/b": {"type": "string"}, "~": {"type": "integer"},
+                                                          "": {"type": "array", "items": {"type": "string"}}},
+                        "required": ["a/b"], "additionalProperties": False},
+            },
+            "required": ["~1"],
+            "additionalProperties": False,
+        }},
+    }  # fmt: skip
+    for index in range(1, count):
+        out[f"gen-{index:02d}"] = {"language": draw.choice(["en", "zh-CN"]), "repairAttempts": draw.integer(0, 2),
+                                   "schema": schema(draw)}  # fmt: skip
+    return out
+
+
+_CATALOG: dict[str, Any] | None = None
+
+
+def catalog_instances(target: Any = None) -> dict[str, Any]:
+    """The instances every shared run serves: instances.json plus ``generated_instances``.
+
+    A target whose server is configured already (HTTP) serves instances.json alone.
+    """
+    global _CATALOG
+    if _CATALOG is None:
+        _CATALOG = {**load_instances(), **generated_instances()}
+    if target is not None and not takes_instances(target):
+        return load_instances()
+    return _CATALOG
+
+
+def takes_instances(target: Any) -> bool:
+    inner = getattr(target, "target", target)  # a DifferentialTarget's own target
+    return not type(inner).__name__.startswith("Http")
+
+
+def available(target: Any, names: list[str]) -> list[str]:
+    """The ``names`` the target serves (generated ones only where it takes instances)."""
+    served = catalog_instances(target)
+    return [name for name in names if name in served]
+
+
+# --------------------------------------------------------------------------- token placeholders
+
+
+class TokenMap:
+    """Pairs one side's tokens with the other's in order of appearance, under placeholders."""
+
+    def __init__(self) -> None:
+        self._by_side: dict[str, dict[str, str]] = {"target": {}, "reference": {}}
+        self._token_of: dict[tuple[str, str], str] = {}  # (side, placeholder) -> token
+        self._count: Counter[str] = Counter()
+
+    def learn(self, member: str, target_token: Any, reference_token: Any) -> None:
+        if not isinstance(target_token, str) or not isinstance(reference_token, str):
+            return
+        if target_token in self._by_side["target"] or reference_token in self._by_side["reference"]:
+            return  # an old token on either side: the pairing is already made (or broken)
+        self._count[member] += 1
+        name = f"<{member}:{self._count[member]}>"
+        self._by_side["target"][target_token] = name
+        self._by_side["reference"][reference_token] = name
+        self._token_of[("target", name)] = target_token
+        self._token_of[("reference", name)] = reference_token
+
+    def learn_replies(self, target_reply: Any, reference_reply: Any) -> None:
+        if isinstance(target_reply, dict) and isinstance(reference_reply, dict):
+            for member in TOKEN_MEMBERS:
+                self.learn(member, target_reply.get(member), reference_reply.get(member))
+
+    def placeholder(self, side: str, token: Any) -> str | None:
+        return self._by_side[side].get(token) if isinstance(token, str) else None
+
+    def translate(self, args: Any, source: str, dest: str) -> Any:
+        """``args`` with the token members of ``source`` replaced by ``dest``'s paired tokens."""
+        if not isinstance(args, dict):
+            return args
+        out = dict(args)
+        for member in TOKEN_MEMBERS:
+            name = self.placeholder(source, out.get(member))
+            if name is not None:
+                out[member] = self._token_of[(dest, name)]
+        return out
+
+    def normalize(self, reply: Any, side: str) -> Any:
+        if not isinstance(reply, dict):
+            return reply
+        out = dict(reply)
+        for member in TOKEN_MEMBERS:
+            if isinstance(out.get(member), str):
+                out[member] = self.placeholder(side, out[member]) or "<unpaired>"
+        return out
+
+
+def canonical(value: Any) -> str:
+    """Type-strict JSON equality: true is not 1, 1 is not 1.0 (as a JavaScript host writes them)."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=True)
+
+
+def differences(expected: Any, actual: Any, path: str = "") -> list[str]:
+    """Each place ``actual`` differs from ``expected``, with its JSON Pointer."""
+    from .jsonpointer import escape_token
+
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        out = []
+        for key in expected:
+            sub = f"{path}/{escape_token(key)}"
+            out += differences(expected[key], actual[key], sub) if key in actual else [f"{sub}: missing"]
+        out += [f"{path}/{escape_token(k)}: unexpected member" for k in actual if k not in expected]
+        return out
+    if isinstance(expected, list) and isinstance(actual, list) and len(expected) == len(actual):
+        return [m for i, (e, a) in enumerate(zip(expected, actual, strict=True)) for m in differences(e, a, f"{path}/{i}")]
+    if canonical(expected) == canonical(actual):
+        return []
+    return [f"{path or '/'}: reference {_short(expected)}, target {_short(actual)}"]
+
+
+def _short(value: Any) -> str:
+    text = canonical(value)
+    return text if len(text) <= 200 else text[:200] + "…"
+
+
+# --------------------------------------------------------------------------- the differential target
+
+
+@dataclass
+class Call:
+    session: str
+    op: str  # prepare / accept / cancel / close
+    args: Any = None  # as the reference received it
+    reply: Any = None  # the reference's reply
+
+
+class Divergence(AssertionError):
+    """The target answered differently from the reference; the message holds a conformance case."""
+
+    def __init__(self, op: str, where: list[str], case: dict[str, Any]) -> None:
+        self.case = case
+        seed = os.environ.get("INTENTREF_HYPOTHESIS_SEED")
+        lines = [f"the target's {op} reply differs from the reference's (tokens compared as placeholders):"]
+        lines += [f"  {w}" for w in where[:20]]
+        lines.append(f"hypothesis seed: {seed}" if seed else "hypothesis seed: not pinned (run with --hypothesis-seed N)")
+        lines.append("conformance case (the reference's reply as the exact expectation; give it an id of its file's area):")
+        lines.append(json.dumps(case, ensure_ascii=True, indent=1))
+        super().__init__("\n".join(lines))
+
+
+class DifferentialSession:
+    def __init__(self, run: DifferentialRun, name: str, target: Session, reference: Session) -> None:
+        self._run, self.name, self._target, self._reference = run, name, target, reference
+
+    def _call(self, op: str, request: Any) -> Reply:
+        tokens = self._run.tokens
+        reference_args = tokens.translate(request, "target", "reference")
+        theirs: Reply = getattr(self._target, op)(request)
+        ours: Reply = getattr(self._reference, op)(reference_args)
+        tokens.learn_replies(theirs.value, ours.value)
+        self._run.calls.append(Call(self.name, op, reference_args, ours.value))
+        where = differences(tokens.normalize(ours.value, "reference"), tokens.normalize(theirs.value, "target"))
+        if where:
+            STATS["divergences"] += 1
+            raise Divergence(op, where, self._run.case())
+        return theirs
+
+    def prepare(self, request: Any) -> Reply:
+        return self._call("prepare", request)
+
+    def accept(self, request: Any) -> Reply:
+        return self._call("accept", request)
+
+    def cancel(self, request: Any) -> Reply:
+        return self._call("cancel", request)
+
+    def close(self) -> None:
+        self._run.calls.append(Call(self.name, "close"))
+        try:
+            self._target.close()
+        finally:
+            self._reference.close()
+
+    def release(self) -> None:
+        try:
+            getattr(self._target, "release", self._target.close)()
+        finally:
+            self._reference.close()
+
+
+class DifferentialRun:
+    def __init__(self, target: Run, reference: Run, instances: dict[str, Any], options: dict[str, Any]) -> None:
+        self._target, self._reference = target, reference
+        self.instances, self.options = instances, options
+        self.tokens = TokenMap()
+        self.calls: list[Call] = []
+        self.requirements: tuple[str, ...] = ()
+        self._sessions = 0
+
+    def begin_example(self, requirements: tuple[str, ...] = ()) -> None:
+        """Start a new log: a divergence reports only the calls of its own example."""
+        self.calls = []
+        self.requirements = requirements
+        self._sessions = 0
+
+    def connect(self) -> Session:
+        self._sessions += 1
+        name = "main" if self._sessions == 1 else f"s{self._sessions}"
+        return DifferentialSession(self, name, self._target.connect(), self._reference.connect())
+
+    def case(self) -> dict[str, Any]:
+        return case_from_calls(self.calls, self.instances, self.options, self.requirements)
+
+    def close(self) -> None:
+        try:
+            self._target.close()
+        finally:
+            self._reference.close()
+
+
+class DifferentialTarget:
+    """``target`` checked call by call against the in-process reference."""
+
+    def __init__(self, target: Target, reference: Target | None = None) -> None:
+        self.target = target
+        self.reference = reference or InProcessTarget()
+        self.name = f"{target.name} (differential)"
+        self.transport = target.transport
+
+    def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
+        return self.target.unsupported(bridge_options)
+
+    def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run:
+        theirs = self.target.open(instances, bridge_options)
+        try:
+            ours = self.reference.open(instances, bridge_options)
+        except Exception:
+            theirs.close()
+            raise
+        return DifferentialRun(theirs, ours, instances, bridge_options)
+
+    def close(self) -> None:
+        self.target.close()
+
+
+# --------------------------------------------------------------------------- conformance cases
+
+# Strings longer than this, or holding lone surrogates, are written with generators.
+_LONG: Final = 512
+_RUN: Final = re.compile(r"(.)\1{63,}", re.DOTALL)
+
+
+def text_spec(text: str) -> Any:
+    """A fixture generator for ``text``: literal when short and well-formed, else $concat/$repeat/$utf16."""
+    if len(text) <= _LONG and is_well_formed(text):
+        return text
+    parts: list[Any] = []
+    last = 0
+    for match in _RUN.finditer(text):
+        parts += _plain_parts(text[last : match.start()])
+        parts.append({"$repeat": match.group(1), "times": len(match.group(0))} if is_well_formed(match.group(1)) else
+                     {"$utf16": [ord(match.group(1))] * len(match.group(0))})  # fmt: skip
+        last = match.end()
+    parts += _plain_parts(text[last:])
+    return parts[0] if len(parts) == 1 else {"$concat": parts}
+
+
+def _plain_parts(text: str) -> list[Any]:
+    out: list[Any] = []
+    buffer = ""
+    for char in text:
+        if 0xD800 <= ord(char) <= 0xDFFF:
+            if buffer:
+                out.append(buffer)
+                buffer = ""
+            out.append({"$utf16": [ord(char)]})
+        else:
+            buffer += char
+    if buffer:
+        out.append(buffer)
+    return out
+
+
+def candidate_spec(text: str) -> Any:
+    """``{"$json": value}`` when the text is exactly JSON.stringify(value), else the text."""
+    from .conformance.values import stringify
+
+    with contextlib.suppress(ValueError, RecursionError):
+        decoded = json.loads(text)
+        if stringify(decoded) == text and len(text) <= 64 * 1024:
+            return {"$json": decoded}
+    return text_spec(text)
+
+
+def case_from_calls(calls: list[Call], instances: dict[str, Any], options: dict[str, Any],
+                    requirements: tuple[str, ...] = ()) -> dict[str, Any]:  # fmt: skip
+    """The calls as a conformance case: $reply for tokens, the reference's replies as expectations."""
+    first_seen: dict[str, tuple[int, str]] = {}
+    steps: list[dict[str, Any]] = []
+    used: list[str] = []
+    for index, call in enumerate(calls):
+        step: dict[str, Any] = {"op": call.op}
+        if call.session != "main":
+            step["session"] = call.session
+        if call.op != "close":
+            step["args"] = _args_spec(call.args, first_seen)
+            step["expect"] = _expectation(call.reply, first_seen)
+            name = call.args.get("instance") if isinstance(call.args, dict) else None
+            if isinstance(name, str) and name in instances and name not in used:
+                used.append(name)
+        steps.append(step)
+        if isinstance(call.reply, dict):  # registered after the expectation: there they are fresh
+            for member in TOKEN_MEMBERS:
+                if isinstance(call.reply.get(member), str):
+                    first_seen.setdefault(call.reply[member], (index, "/" + member))
+    case: dict[str, Any] = {
+        "id": "NEW-0001",
+        "description": "Found by intentref properties: the target's reply differed from the reference's at the last step.",
+        "requirements": list(requirements) or ["R-BRG-006"],
+        "level": "reference",
+        "decisions": ["D-ERR-006"],
+        "instances": used,
+        "steps": steps,
+    }
+    if options:
+        case["bridge"] = dict(options)
+    standard = load_instances()
+    if any(name not in standard or standard[name] != instances.get(name) for name in used):
+        case["setup"] = {"instances": {name: instances[name] for name in used}}
+    return case
+
+
+def _args_spec(args: Any, first_seen: dict[str, tuple[int, str]]) -> Any:
+    if not isinstance(args, dict):
+        return {"$literal": args}
+    out: dict[str, Any] = {}
+    for key, val in args.items():
+        if key in TOKEN_MEMBERS and isinstance(val, str) and val in first_seen:
+            step, pointer = first_seen[val]
+            out[key] = {"$reply": step, "pointer": pointer}
+        elif key in TOKEN_MEMBERS and isinstance(val, str) and _near_token(val, first_seen):
+            # A real token with something appended (a near miss): keep the reference, not its value.
+            known = _near_token(val, first_seen)
+            step, pointer = first_seen[known]
+            out[key] = {"$concat": [{"$reply": step, "pointer": pointer}, _value_spec(val[len(known):])]}
+        elif key == "candidateText" and isinstance(val, str):
+            out[key] = candidate_spec(val)
+        else:
+            out[key] = _value_spec(val)
+    return out
+
+
+def _near_token(value: str, first_seen: dict[str, tuple[int, str]]) -> str:
+    return next((t for t in first_seen if t and value.startswith(t) and value != t), "")
+
+
+def _value_spec(value: Any) -> Any:
+    if isinstance(value, str):
+        return text_spec(value)
+    if isinstance(value, list):
+        return [_value_spec(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _value_spec(v) for k, v in value.items()}
+    return value
+
+
+def _expectation(reply: Any, first_seen: dict[str, tuple[int, str]]) -> Any:
+    if not isinstance(reply, dict):
+        return reply
+    out = dict(reply)
+    for member in TOKEN_MEMBERS:
+        token = out.get(member)
+        if isinstance(token, str):
+            if token in first_seen:
+                step, pointer = first_seen[token]
+                out[member] = {"$reply": step, "pointer": pointer}
+            else:
+                out[member] = {"$fresh": True}
+    return out
+
+
+@dataclass
+class Tally:
+    """What a long run reports at the end."""
+
+    calls: Counter[str] = field(default_factory=Counter)
+    uncaught_exceptions: int = 0
+    non_replies: int = 0
+    lost_active_jobs: int = 0
+    replay_drifts: int = 0
+    divergences: int = 0
+    mispredictions: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return sum(self.calls.values())
+
+    @property
+    def clean(self) -> bool:
+        return not (self.uncaught_exceptions or self.non_replies or self.lost_active_jobs or self.replay_drifts
+                    or self.divergences or self.mispredictions)  # fmt: skip
+
+    def note(self, text: str) -> None:
+        if len(self.notes) < 50:
+            self.notes.append(text)
+
+
+def compact(value: Any) -> str:
+    return dumps_compact(value)
+
+
+# --------------------------------------------------------------------------- small reading helpers
+
+
+def step_of(task: dict[str, Any], candidate_text: str) -> dict[str, Any]:
+    """The accept request answering ``task`` with ``candidate_text``."""
+    return {"jobId": task["jobId"], "stepToken": task["stepToken"], "candidateText": candidate_text}
+
+
+def issue_paths(reply: dict[str, Any]) -> list[Any]:
+    """The issue paths a reply reports: an error's issues, or a repair task's."""
+    if reply.get("kind") == "error":
+        return [issue.get("path") for issue in reply["error"].get("issues", [])]
+    if reply.get("kind") == "task":
+        repair = json.loads(reply["payload"]).get("repair")
+        if isinstance(repair, dict):
+            return [issue.get("path") for issue in repair.get("issues", [])]
+    return []
+
+
+def error_code(reply: dict[str, Any]) -> str | None:
+    return str(reply["error"]["code"]) if reply.get("kind") == "error" else None

@@ -1,0 +1,680 @@
+"""The Bridge: host-assisted jobs behind prepare / accept / cancel (seed 000 "完整 Bridge 流程").
+
+What lives here is everything the pure ``Job`` leaves out: sessions and job ownership,
+tokens, replay of retained replies, step conflicts, the shared capacity budget, and the
+legacy clocks.  There is no IO, no asyncio and no thread: every call runs to completion
+and returns a JSON-ready BridgeReply dict.  The MCP adapter (``intentref.mcp_server``)
+and any other transport only move these dicts.
+
+Threading (D-BRG-017): a Bridge and all of its sessions share one mutable store and
+take no lock.  Call them from one thread at a time (an asyncio loop, or a lock held by
+the caller); concurrent calls from several threads are not supported.
+
+Decisions cited as ``D-BRG-NNN`` are written down in ``spec/decisions-bridge.md``.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import hmac
+import json
+import math
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final, NamedTuple
+
+from . import jsonpointer
+from .errors import CANCEL_CODES, IntentParseError, Issue, error, self_issue
+from .intent import Intent
+from .job import Job, Outcome, Task
+from .jsontext import dumps_compact
+from .limits import (
+    DEFAULT_MAX_JOBS,
+    DEFAULT_MAX_REPLAY_BYTES,
+    DEFAULT_MAX_REPLAY_ENTRIES,
+    MAX_CANCEL_DETAIL_BYTES,
+    MAX_OPTION_VALUE,
+    utf8_length,
+)
+
+Reply = dict[str, Any]
+Clock = Callable[[], float]
+
+# spec: R-CAP-001 -- the BridgeConfig members; anything else is refused (D-BRG-014).
+CAPACITY_OPTIONS: Final = ("maxJobs", "maxReplayEntries", "maxReplayBytes")
+TTL_OPTIONS: Final = ("jobTtlMs", "replayTtlMs")
+CONFIG_KEYS: Final = frozenset({"instances", *CAPACITY_OPTIONS, *TTL_OPTIONS})
+_DEFAULTS: Final = {
+    "maxJobs": DEFAULT_MAX_JOBS,
+    "maxReplayEntries": DEFAULT_MAX_REPLAY_ENTRIES,
+    "maxReplayBytes": DEFAULT_MAX_REPLAY_BYTES,
+    "jobTtlMs": 0,  # spec: R-CAP-003 -- no time-based expiry unless asked for
+    "replayTtlMs": 0,
+}
+
+ACCEPT_KEYS: Final = ("jobId", "stepToken", "candidateText")  # spec: R-BRG-020, all required
+CANCEL_KEYS: Final = ("jobId", "outcome", "detail")  # spec: R-BRG-021
+DEFAULT_OUTCOME: Final = "cancelled"  # spec: R-CAN-002
+
+# D-BRG-006: 16 random bytes = 128 bits, written as 22 URL-safe characters.
+TOKEN_BYTES: Final = 16
+# D-BRG-011: each used step keeps the SHA-256 digest of its candidate text.
+DIGEST_BYTES: Final = hashlib.sha256().digest_size
+
+# D-BRG-003: one message for "never existed", "another session's" and "reclaimed", so the
+# answer cannot tell a caller which of them it is.
+NOT_FOUND_MESSAGE: Final = "No job with this jobId belongs to this session."
+CONFLICT_MESSAGE: Final = "stepToken is not the job's current step, or that step was already submitted with a different candidateText."
+
+
+class BridgeClosedError(RuntimeError):
+    """``prepare`` or ``connect`` on a closed session or Bridge (D-BRG-004, spec: R-LIF-008)."""
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+@dataclass(frozen=True)
+class BridgeOptions:
+    """A checked BridgeConfig (spec: R-CAP-001)."""
+
+    instances: Mapping[str, Intent]
+    max_jobs: int
+    max_replay_entries: int
+    max_replay_bytes: int
+    job_ttl_ms: int
+    replay_ttl_ms: int
+
+
+def _config_error(path: str, message: str) -> IntentParseError:
+    return error("CONFIG_INVALID", "config", message, [Issue("CONFIG_INVALID", "config", path, message)])
+
+
+def _read_option(config: Mapping[str, Any], name: str, minimum: int) -> int:
+    value = config.get(name, _DEFAULTS[name])
+    # D-BRG-014: bool is an int subclass and a float is not an integer to Python, so both are
+    # refused even when integral; a JavaScript host never writes 3.0 (JSON.stringify gives 3).
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= MAX_OPTION_VALUE:
+        low = "0" if minimum == 0 else "a positive integer"
+        raise _config_error(f"/{name}", f"{name} must be an integer from {low} to {MAX_OPTION_VALUE}.")
+    return value
+
+
+def read_bridge_config(config: Any) -> BridgeOptions:
+    """Check a BridgeConfig, or raise CONFIG_INVALID (stage config) naming the member."""
+    if not isinstance(config, Mapping):
+        raise _config_error("", "a Bridge config must be an object.")
+    for key in sorted(str(k) for k in config):
+        if key not in CONFIG_KEYS:
+            raise _config_error("/" + jsonpointer.escape_token(key), f"unknown Bridge config member {key!r}.")
+    instances = config.get("instances")
+    if not isinstance(instances, Mapping) or not instances:
+        raise _config_error("/instances", "instances must be an object naming at least one Intent.")
+    for name, intent in instances.items():
+        if not isinstance(name, str):
+            raise _config_error("/instances", "instance names must be strings.")
+        if not isinstance(intent, Intent):
+            raise _config_error(
+                "/instances/" + jsonpointer.escape_token(name), "an instance must be an Intent."
+            )
+    capacity = [_read_option(config, name, 1) for name in CAPACITY_OPTIONS]  # spec: R-CAP-014
+    ttls = [_read_option(config, name, 0) for name in TTL_OPTIONS]  # spec: R-CAP-015
+    # A private copy: the caller may go on editing its dict without moving our instances.
+    return BridgeOptions(dict(instances), *capacity, *ttls)
+
+
+# --------------------------------------------------------------------------- replies
+
+
+def _error_reply(exc: IntentParseError) -> Reply:
+    """The one place an IntentParseError becomes a BridgeReply (spec: R-RPY-004)."""
+    return {"kind": "error", "error": exc.to_json()}
+
+
+def _task_reply(job_id: str, token: str, task: Task, expires_at: str | None) -> Reply:
+    # spec: R-RPY-002 -- the members in the seed's order; expiresAt last and only with a TTL.
+    reply: Reply = {
+        "kind": "task",
+        "jobId": job_id,
+        "stepToken": token,
+        "stage": task.stage,
+        "instructions": task.instructions,
+        "payload": task.payload,
+        "format": task.format,
+    }
+    if expires_at is not None:  # spec: R-RPY-008, R-RPY-009
+        reply["expiresAt"] = expires_at
+    return reply
+
+
+def _outcome_reply(job_id: str, outcome: Outcome, expires_at: str | None) -> tuple[Reply, str | None]:
+    """The reply to a judged submission, and the new stepToken when it is a task."""
+    if outcome.task is not None:
+        token = _new_token()  # spec: R-LIF-011 -- every new step has its own token
+        return _task_reply(job_id, token, outcome.task, expires_at), token
+    if outcome.result is not None:
+        return {"kind": "result", "result": outcome.result}, None
+    assert outcome.failure is not None
+    return _error_reply(outcome.failure), None
+
+
+def _stored(reply: Reply) -> bytes:
+    """The retained form of a reply: its compact JSON as UTF-8 (D-BRG-007, D-BRG-011).
+
+    Bytes, not str: a str of mostly-ASCII text with some Chinese is held at two bytes a
+    character, so the UTF-8 form is both what maxReplayBytes counts and what memory holds.
+    ``surrogatepass`` keeps a lone surrogate (a repair task may quote one) as three bytes.
+    """
+    return dumps_compact(reply).encode("utf-8", "surrogatepass")
+
+
+def _fresh(stored: bytes) -> Reply:
+    # Every caller gets its own objects: a retained reply must not change because one caller
+    # edited what it was given, and no reply may alias the core's shared schema objects.
+    # (json.loads decodes bytes with surrogatepass, the mirror of _stored.)
+    reply: Reply = json.loads(stored)
+    return reply
+
+
+def _bridge_input_error(path: str, message: str) -> IntentParseError:
+    # D-BRG-001: a parameter fault is an INPUT_INVALID reply of stage bridge naming the member.
+    return error("INPUT_INVALID", "bridge", message, [Issue("INPUT_INVALID", "input", path, message)])
+
+
+def _not_found() -> IntentParseError:
+    return error("BRIDGE_JOB_NOT_FOUND", "bridge", NOT_FOUND_MESSAGE,
+                 [self_issue("BRIDGE_JOB_NOT_FOUND", "/jobId", NOT_FOUND_MESSAGE)])  # fmt: skip
+
+
+def _conflict() -> IntentParseError:
+    return error("BRIDGE_STEP_CONFLICT", "bridge", CONFLICT_MESSAGE,
+                 [self_issue("BRIDGE_STEP_CONFLICT", "/stepToken", CONFLICT_MESSAGE)])  # fmt: skip
+
+
+def _limit(path: str | None, message: str) -> IntentParseError:
+    return error("LIMIT_EXCEEDED", "bridge", message, [self_issue("LIMIT_EXCEEDED", path, message)])
+
+
+# --------------------------------------------------------------------------- request members
+
+
+def _read_members(request: Any, allowed: tuple[str, ...]) -> Mapping[str, Any]:
+    if not isinstance(request, Mapping):
+        raise _bridge_input_error("", "the request must be an object.")
+    unknown = sorted(str(k) for k in request if k not in allowed)
+    if unknown:
+        # The pointer names the member; the message does not repeat it (it may be huge).
+        raise _bridge_input_error("/" + jsonpointer.escape_token(unknown[0]), "unknown request member.")
+    return request
+
+
+def _required_text(request: Mapping[str, Any], name: str) -> str:
+    if name not in request:
+        raise _bridge_input_error(f"/{name}", f"{name} is required.")
+    value = request[name]
+    if not isinstance(value, str):
+        raise _bridge_input_error(f"/{name}", f"{name} must be a string, got {_json_type(value)}.")
+    return value
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, list | tuple):
+        return "array"
+    return type(value).__name__
+
+
+# --------------------------------------------------------------------------- tokens and time
+
+
+def _new_token() -> str:
+    return secrets.token_urlsafe(TOKEN_BYTES)
+
+
+def _token_bytes(token: str) -> bytes:
+    # compare_digest refuses non-ASCII str; a caller's token may hold anything, even a lone
+    # surrogate, so both sides are compared as bytes (D-BRG-006).
+    return token.encode("utf-8", "surrogatepass")
+
+
+def _digest(candidate_text: str) -> bytes:
+    # D-BRG-007: the exact submitted string, lone surrogates included (spec: R-IDM-002).
+    return hashlib.sha256(candidate_text.encode("utf-8", "surrogatepass")).digest()
+
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def iso_timestamp(epoch_ms: float) -> str:
+    """``new Date(epoch_ms).toISOString()``: UTC, milliseconds, a trailing Z (spec: R-RPY-009)."""
+    moment = _EPOCH + timedelta(milliseconds=math.floor(epoch_ms))
+    return f"{moment:%Y-%m-%dT%H:%M:%S}.{moment.microsecond // 1000:03d}Z"
+
+
+def _monotonic_ms() -> float:
+    return time.monotonic() * 1000.0
+
+
+def _wall_ms() -> float:
+    return time.time() * 1000.0
+
+
+# --------------------------------------------------------------------------- the store
+
+
+class _Step(NamedTuple):
+    """One used stepToken: what was submitted (by digest) and what it was answered."""
+
+    token: bytes
+    digest: bytes
+    reply: bytes  # the retained reply, as _stored wrote it
+
+
+class _Record:
+    """Everything the Bridge keeps about one job (spec: R-CAP-008 -- one record per job)."""
+
+    __slots__ = ("end", "expires_at", "job", "job_id", "nbytes", "owner", "steps", "task_bytes", "token")
+
+    def __init__(self, job_id: str, owner: BridgeSession, job: Job, token: str, task_bytes: int,
+                 expires_at: str | None) -> None:  # fmt: skip
+        self.job_id = job_id
+        self.owner = owner
+        self.job: Job | None = job  # None once terminal: the Job's memory goes with it
+        self.token = _token_bytes(token)  # the current step's token; the last one once terminal
+        self.expires_at = expires_at
+        self.task_bytes = task_bytes  # the current task reply's JSON size while active
+        self.steps: list[_Step] = []
+        # The terminal reply of a job that ended without a submission (cancel, expiry).
+        self.end: bytes | None = None
+        self.nbytes = task_bytes
+
+    @property
+    def active(self) -> bool:
+        return self.job is not None
+
+    def terminal_reply(self) -> bytes:
+        if self.end is not None:
+            return self.end
+        return self.steps[-1].reply  # ended by its last submission
+
+
+def _record_bytes(steps: list[_Step], task_bytes: int, end: bytes | None) -> int:
+    # D-BRG-011: exactly what maxReplayBytes counts for one record.
+    return (
+        sum(DIGEST_BYTES + len(step.reply) for step in steps) + task_bytes + (0 if end is None else len(end))
+    )
+
+
+def _find_step(steps: list[_Step], token: bytes) -> _Step | None:
+    found = None
+    for step in steps:  # every used token is compared, so timing says nothing about which matched
+        if hmac.compare_digest(step.token, token):
+            found = step
+    return found
+
+
+def _fork(job: Job) -> Job:
+    """A copy of ``job`` that can judge one submission while the original stays untouched.
+
+    D-BRG-010: the core mutates only a Job's own attributes and the containers they hold
+    directly (``repairs_used``), so a shallow copy with fresh top-level containers is a
+    complete snapshot at a fraction of ``copy.deepcopy``'s cost.
+    """
+    clone = copy.copy(job)
+    for name, value in vars(job).items():
+        if isinstance(value, dict | list | set):
+            setattr(clone, name, copy.copy(value))
+    return clone
+
+
+class _Store:
+    """The state every session of one Bridge shares (spec: R-CAP-005, R-CAP-006)."""
+
+    def __init__(self, options: BridgeOptions, clock: Clock, wall_clock: Clock) -> None:
+        self.options = options
+        self.clock = clock
+        self.wall_clock = wall_clock
+        self.closed = False
+        self.records: dict[str, _Record] = {}
+        # Active job ids in creation order, with their monotonic deadline (0: none).  One TTL
+        # for all jobs makes creation order deadline order, so expiry pops from the front.
+        self.active: OrderedDict[str, float] = OrderedDict()
+        # Terminal job ids in termination order, with the time they ended: reclamation and the
+        # replay TTL both pop from the front, O(1) each (spec: R-CAP-011, D-BRG-013).
+        self.terminal: OrderedDict[str, float] = OrderedDict()
+        self.active_bytes = 0
+        self.total_bytes = 0
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def lookup(self, session: BridgeSession, job_id: str) -> _Record | None:
+        record = self.records.get(job_id)
+        # spec: R-BRG-014, R-BRG-015 -- another session's job is, to this one, no job at all.
+        if record is None or record.owner is not session:
+            return None
+        return record
+
+    def stats(self) -> dict[str, int]:
+        return {"activeJobs": len(self.active), "records": len(self.records), "replayBytes": self.total_bytes}
+
+    # --- time ------------------------------------------------------------------------------
+
+    def sweep(self) -> float:
+        """Apply the legacy TTLs up to now (D-BRG-016); returns now."""
+        now = self.clock()
+        if self.options.job_ttl_ms:
+            while self.active:
+                job_id, deadline = next(iter(self.active.items()))
+                if now < deadline:
+                    break
+                record = self.records[job_id]
+                assert record.job is not None
+                self.end(record, record.job.end("BRIDGE_JOB_EXPIRED", None, "bridge"), now)
+        if self.options.replay_ttl_ms:
+            while self.terminal:
+                job_id, ended_at = next(iter(self.terminal.items()))
+                if now < ended_at + self.options.replay_ttl_ms:
+                    break
+                self.drop(job_id)
+        return now
+
+    # --- admission -------------------------------------------------------------------------
+
+    def admit(self, session: BridgeSession, job: Job, now: float) -> bytes:
+        """Register ``job`` and return its first task reply (stored form), or raise LIMIT_EXCEEDED."""
+        options = self.options
+        if len(self.active) >= options.max_jobs:  # spec: R-CAP-007, R-CAP-012
+            raise _limit(None, f"the Bridge already holds maxJobs ({options.max_jobs}) active jobs.")
+        if len(self.active) >= options.max_replay_entries:  # only terminal records can make room
+            raise _limit(None, f"active jobs fill maxReplayEntries ({options.max_replay_entries}).")
+        job_id = _new_token()
+        token = _new_token()
+        expires_at = None
+        deadline = 0.0
+        if options.job_ttl_ms:
+            expires_at = iso_timestamp(self.wall_clock() + options.job_ttl_ms)
+            deadline = now + options.job_ttl_ms
+        first = _stored(_task_reply(job_id, token, job.task, expires_at))
+        size = len(first)  # counted while active; the task itself is not replayable
+        if self.active_bytes + size > options.max_replay_bytes:  # spec: R-CAP-012
+            raise _limit(None, f"the new job does not fit maxReplayBytes ({options.max_replay_bytes}) "
+                               "beside the active jobs.")  # fmt: skip
+        # Feasible: from here on nothing can fail, so reclaiming for it is never wasted.
+        record = _Record(job_id, session, job, token, size, expires_at)
+        self.records[job_id] = record
+        self.active[job_id] = deadline
+        session._job_ids.add(job_id)
+        self.active_bytes += size
+        self.total_bytes += size
+        self.reclaim()
+        return first
+
+    # --- transitions -----------------------------------------------------------------------
+
+    def submit(self, record: _Record, candidate_text: str, token: bytes, digest: bytes, now: float) -> Reply:
+        """Judge a submission for the record's current step, committing only if it fits."""
+        assert record.job is not None
+        trial = _fork(record.job)
+        outcome = trial.submit(candidate_text)
+        if outcome.rejection is not None:
+            # spec: R-CAP-013, R-LIF-009 -- an oversized candidate is not a used step (D-BRG-009).
+            return _error_reply(outcome.rejection)
+        reply, token_after = _outcome_reply(record.job_id, outcome, record.expires_at)
+        step = _Step(token, digest, _stored(reply))
+        steps = [*record.steps, step]
+        # An active job's record also counts its current task (the task material).
+        new_task_bytes = len(step.reply) if token_after is not None else 0
+        new_size = _record_bytes(steps, new_task_bytes, None)
+        # D-BRG-010: the stepping record must fit beside the other active ones; terminal
+        # records do not count, they can be reclaimed (spec: R-CAP-011, R-CAP-013).
+        if self.active_bytes - record.nbytes + new_size > self.options.max_replay_bytes:
+            return _error_reply(_limit("/candidateText", "the reply to this candidate does not fit maxReplayBytes "
+                                       f"({self.options.max_replay_bytes}); the step stays open."))  # fmt: skip
+        record.steps = steps
+        record.task_bytes = new_task_bytes
+        self._resize(record, new_size)
+        if token_after is not None:
+            record.job = trial
+            record.token = _token_bytes(token_after)
+        else:
+            self._to_terminal(record, now)
+        self.reclaim()
+        return _fresh(step.reply)
+
+    def end(self, record: _Record, exc: IntentParseError, now: float) -> bytes:
+        """Make an active job terminal with ``exc`` (cancel, expiry); returns the stored reply."""
+        record.end = _stored(_error_reply(exc))
+        record.task_bytes = 0
+        self._resize(record, _record_bytes(record.steps, 0, record.end))
+        self._to_terminal(record, now)
+        # The ended record may have grown (a long detail); active bytes shrank, so reclaiming
+        # terminal records always restores the budget.
+        self.reclaim()
+        return record.end
+
+    def _resize(self, record: _Record, new_size: int) -> None:
+        # Called while the record is still in its old state, so active_bytes follows it.
+        delta = new_size - record.nbytes
+        record.nbytes = new_size
+        self.total_bytes += delta
+        if record.active:
+            self.active_bytes += delta
+
+    def _to_terminal(self, record: _Record, now: float) -> None:
+        del self.active[record.job_id]
+        self.active_bytes -= record.nbytes
+        record.job = None
+        self.terminal[record.job_id] = now
+
+    # --- reclaiming ------------------------------------------------------------------------
+
+    def reclaim(self) -> None:
+        """Drop terminal records, oldest-terminated first, until both budgets hold (R-CAP-011)."""
+        options = self.options
+        while self.terminal and (
+            self.total_bytes > options.max_replay_bytes or len(self.records) > options.max_replay_entries
+        ):
+            job_id, _ = self.terminal.popitem(last=False)
+            self._forget(job_id)
+
+    def drop(self, job_id: str) -> None:
+        """Forget a job whatever its state (reclaimed, session closed, replay TTL)."""
+        record = self.records.get(job_id)
+        if record is None:
+            return
+        if record.active:
+            del self.active[job_id]
+            self.active_bytes -= record.nbytes
+        else:
+            del self.terminal[job_id]
+        self._forget(job_id)
+
+    def _forget(self, job_id: str) -> None:
+        record = self.records.pop(job_id)
+        self.total_bytes -= record.nbytes
+        record.owner._job_ids.discard(job_id)
+        record.job = None
+
+
+# --------------------------------------------------------------------------- public objects
+
+
+class BridgeSession:
+    """One connection's job ownership (spec: R-BRG-014, R-BRG-022).
+
+    ``accept`` is a plain method here: judging a candidate does no IO, and a transport that
+    wants a coroutine wraps the call (D-BRG-017).
+    """
+
+    def __init__(self, store: _Store, bridge: IntentBridge) -> None:
+        self._store = store
+        self._bridge = bridge
+        self._job_ids: set[str] = set()
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed or self._store.closed
+
+    # --- prepare ---------------------------------------------------------------------------
+
+    def prepare(self, request: Any) -> Reply:
+        """Open a job: its first task, or an error reply; nothing is kept on an error."""
+        if self.closed:  # D-BRG-004
+            raise BridgeClosedError("prepare() on a closed Bridge session")
+        try:
+            return self._prepare(request)
+        except IntentParseError as exc:
+            return _error_reply(exc)
+
+    def _prepare(self, request: Any) -> Reply:
+        now = self._store.sweep()
+        if not isinstance(request, Mapping):
+            raise _bridge_input_error("", "the request must be an object.")
+        name = _required_text(request, "instance")  # spec: R-BRG-018
+        intent = self._store.options.instances.get(name)
+        if intent is None:
+            message = "instance does not name one of the Bridge's instances."
+            raise error("BRIDGE_INSTANCE_NOT_FOUND", "bridge", message,
+                        [self_issue("BRIDGE_INSTANCE_NOT_FOUND", "/instance", message)])  # fmt: skip
+        # D-BRG-002: the rest is a parse request, judged exactly as Intent.parse judges it
+        # (spec: R-BRG-019); it is checked before capacity so that a bad request gets the
+        # same answer however busy the Bridge is (D-BRG-012).
+        job = intent.start({k: v for k, v in request.items() if k != "instance"})
+        return _fresh(self._store.admit(self, job, now))
+
+    # --- accept ----------------------------------------------------------------------------
+
+    def accept(self, request: Any) -> Reply:
+        """Submit one complete candidate for a step (spec: R-RPY-007)."""
+        try:
+            return self._accept(request)
+        except IntentParseError as exc:
+            return _error_reply(exc)
+
+    def _accept(self, request: Any) -> Reply:
+        members = _read_members(request, ACCEPT_KEYS)
+        job_id, step_token, candidate_text = (_required_text(members, name) for name in ACCEPT_KEYS)
+        if self.closed:  # D-BRG-004 -- the jobs went with the session (spec: R-IDM-005)
+            raise _not_found()
+        store = self._store
+        now = store.sweep()
+        record = store.lookup(self, job_id)
+        if record is None:  # spec: R-IDM-006
+            raise _not_found()
+        token = _token_bytes(step_token)
+        digest = _digest(candidate_text)
+        used = _find_step(record.steps, token)
+        if used is not None:
+            if hmac.compare_digest(used.digest, digest):
+                return _fresh(used.reply)  # spec: R-IDM-001 -- the same reply, byte for byte
+            raise _conflict()  # spec: R-IDM-003
+        if not hmac.compare_digest(record.token, token):
+            raise _conflict()  # spec: R-IDM-004, R-LIF-005 -- terminal jobs too
+        if record.job is None:
+            # D-BRG-008: the step that was open when the job was cancelled or expired is
+            # answered with how the job ended.
+            return _fresh(record.terminal_reply())
+        return store.submit(record, candidate_text, token, digest, now)
+
+    # --- cancel ----------------------------------------------------------------------------
+
+    def cancel(self, request: Any) -> Reply:
+        """End an active job, or repeat a retained job's terminal reply (spec: R-CAN-005..009)."""
+        try:
+            return self._cancel(request)
+        except IntentParseError as exc:
+            return _error_reply(exc)
+
+    def _cancel(self, request: Any) -> Reply:
+        members = _read_members(request, CANCEL_KEYS)
+        job_id = _required_text(members, "jobId")
+        outcome = DEFAULT_OUTCOME
+        if "outcome" in members:  # D-BRG-015 -- absent means cancelled; null is not absent
+            outcome = members["outcome"]
+            if not isinstance(outcome, str) or outcome not in CANCEL_CODES:  # spec: R-CAN-001
+                raise _bridge_input_error("/outcome", "outcome must be cancelled, refusal or incomplete.")
+        detail = None
+        if "detail" in members:
+            detail = _required_text(members, "detail")
+            if utf8_length(detail) > MAX_CANCEL_DETAIL_BYTES:  # spec: R-CAN-003, R-CAN-004
+                raise _bridge_input_error("/detail", f"detail exceeds {MAX_CANCEL_DETAIL_BYTES} UTF-8 bytes.")
+        if self.closed:
+            raise _not_found()
+        store = self._store
+        now = store.sweep()
+        record = store.lookup(self, job_id)
+        if record is None:  # spec: R-CAN-009
+            raise _not_found()
+        if record.job is None:  # spec: R-CAN-008 -- the original terminal reply, maybe a result
+            return _fresh(record.terminal_reply())
+        return _fresh(store.end(record, record.job.cancel(outcome, detail), now))
+
+    # --- close -----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release every job of this session, active or retained (spec: R-LIF-012, D-BRG-005)."""
+        if self._closed:
+            return
+        self._closed = True
+        for job_id in list(self._job_ids):
+            self._store.drop(job_id)
+        self._bridge._sessions.discard(self)
+
+
+class IntentBridge:
+    """``createIntentBridge(config)``: ``connect()`` and ``close()`` (spec: R-BRG-016)."""
+
+    def __init__(self, options: BridgeOptions, clock: Clock, wall_clock: Clock) -> None:
+        self._store = _Store(options, clock, wall_clock)
+        self._sessions: set[BridgeSession] = set()
+
+    @property
+    def options(self) -> BridgeOptions:
+        return self._store.options
+
+    @property
+    def closed(self) -> bool:
+        return self._store.closed
+
+    def connect(self) -> BridgeSession:
+        if self._store.closed:
+            raise BridgeClosedError("connect() on a closed Bridge")
+        session = BridgeSession(self._store, self)
+        self._sessions.add(session)
+        return session
+
+    def close(self) -> None:
+        """Close every session; the caller's Intent instances stay untouched (spec: R-BRG-017)."""
+        for session in list(self._sessions):
+            session.close()
+        self._store.closed = True
+
+    def stats(self) -> dict[str, int]:
+        """Read-only counters: active jobs, job records, and the bytes maxReplayBytes counts (D-BRG-019)."""
+        return self._store.stats()
+
+
+def create_intent_bridge(
+    config: Mapping[str, Any], *, clock: Clock | None = None, wall_clock: Clock | None = None
+) -> IntentBridge:
+    """Build a Bridge from a BridgeConfig, or raise CONFIG_INVALID.
+
+    ``clock`` is a monotonic clock in milliseconds, used for the legacy TTLs; ``wall_clock``
+    gives epoch milliseconds for ``expiresAt``.  Both are injectable so tests control time
+    (D-BRG-018).
+    """
+    options = read_bridge_config(config)
+    return IntentBridge(options, clock or _monotonic_ms, wall_clock or _wall_ms)

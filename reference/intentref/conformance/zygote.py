@@ -1,0 +1,193 @@
+"""Fast start-up for the bundled reference server over stdio: fork a pre-imported process.
+
+Importing the MCP SDK takes seconds of CPU, and the suite needs a fresh server process
+for every case with Bridge options or its own instances (hundreds of them).  The zygote
+imports ``intentref.mcp_cli`` once and forks a child per server; the child runs exactly
+what the ``intent-runtime-mcp`` console script runs, ``mcp_cli.main(argv)``, with the
+three pipe ends the client passed over the zygote's Unix socket as its stdin, stdout and
+stderr.  The client writes to a real pipe and a real separate process answers
+(D-CNF-006); only the interpreter start-up and the imports are skipped.
+
+    python -m intentref.conformance.zygote SOCKET
+
+Per connection on SOCKET: the client sends one JSON line ``{"argv": [...], "cwd": ...}``
+with three descriptors attached (SCM_RIGHTS); the zygote answers the child's pid on one
+line and, when the child exits, its exit status on another (negative: killed by that
+signal).  Closing the connection early kills the child.
+
+The zygote is single-threaded (a select loop), so forking it is safe; it exits, taking
+its children with it, when its stdin reaches end of input (the runner went away).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+from typing import Any, Final
+
+READY: Final = "intentref-zygote ready"
+_SERVING_MODULES: Final = (
+    "intentref.mcp_cli",
+    "intentref.mcp_server",
+    "intentref.bridge",
+    "anyio._backends._asyncio",
+    "anyio.streams.stapled",
+    "anyio.streams.tls",
+    "anyio.abc",
+)
+
+
+def _child(argv: list[str], cwd: str, fds: list[int]) -> None:
+    """In the forked child: become ``intent-runtime-mcp ARGV`` on the pipes the client passed."""
+    for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.set_wakeup_fd(-1)
+    for target, fd in zip((0, 1, 2), fds, strict=True):
+        os.dup2(fd, target)
+    # Nothing of the zygote's may stay open in a server: not the listener, not another
+    # client's connection (its EOF would never come), not the passed descriptors.
+    os.closerange(3, os.sysconf("SC_OPEN_MAX") if os.sysconf("SC_OPEN_MAX") > 0 else 65536)
+    code = 1
+    try:
+        os.chdir(cwd)
+        from intentref import mcp_cli
+
+        sys.argv = [mcp_cli.PROG, *argv]
+        code = mcp_cli.main(argv)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)  # never run the zygote's own clean-up in a child
+
+
+class Zygote:
+    def __init__(self, path: str) -> None:
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(path)
+        self._listener.listen(64)
+        self._selector = selectors.DefaultSelector()
+        self._children: dict[int, socket.socket] = {}  # server pid -> its client's connection
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_w, False)
+        os.set_blocking(self._wake_r, False)
+
+    def serve(self) -> None:
+        signal.set_wakeup_fd(self._wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes the select through the fd
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        self._selector.register(self._listener, selectors.EVENT_READ, "accept")
+        self._selector.register(self._wake_r, selectors.EVENT_READ, "reap")
+        self._selector.register(sys.stdin.fileno(), selectors.EVENT_READ, "stdin")
+        print(READY, flush=True)
+        try:
+            while True:
+                for key, _ in self._selector.select():
+                    what: Any = key.data
+                    if what == "accept":
+                        self._accept()
+                    elif what == "reap":
+                        self._drain_wakeups()
+                        self._reap()
+                    elif what == "stdin":
+                        if not os.read(sys.stdin.fileno(), 4096):
+                            return  # the runner has gone: stop
+                    else:
+                        self._client_gone(what)
+        finally:
+            for pid in list(self._children):
+                _kill(pid, signal.SIGKILL)
+
+    def _accept(self) -> None:
+        conn, _ = self._listener.accept()
+        try:
+            message, fds, _, _ = socket.recv_fds(conn, 1 << 16, 3)
+            header = json.loads(message.decode("utf-8"))
+            if len(fds) != 3:
+                raise ValueError("a client must pass exactly stdin, stdout and stderr")
+        except (OSError, ValueError):
+            conn.close()
+            return
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:
+            _child(list(header["argv"]), str(header["cwd"]), fds)
+        for fd in fds:
+            os.close(fd)  # only the child may hold the server's pipes, or EOF never comes
+        self._children[pid] = conn
+        conn.sendall(f"{pid}\n".encode())
+        self._selector.register(conn, selectors.EVENT_READ, pid)
+
+    def _drain_wakeups(self) -> None:
+        try:
+            while os.read(self._wake_r, 512):
+                pass
+        except BlockingIOError:
+            pass
+
+    def _reap(self) -> None:
+        while self._children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            conn = self._children.pop(pid, None)
+            if conn is not None:
+                with contextlib.suppress(KeyError, ValueError):
+                    self._selector.unregister(conn)
+                with contextlib.suppress(OSError):
+                    conn.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
+                conn.close()
+
+    def _client_gone(self, pid: int) -> None:
+        # The client hung up before the server exited (its last resort against a hung
+        # server): the server must not outlive the connection.
+        conn = self._children.get(pid)
+        if conn is None:
+            return
+        try:
+            if conn.recv(1):
+                return
+        except OSError:
+            pass
+        self._selector.unregister(conn)
+        _kill(pid, signal.SIGKILL)
+
+
+def _kill(pid: int, signum: int) -> None:
+    with contextlib.suppress(OSError):
+        os.kill(pid, signum)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m intentref.conformance.zygote SOCKET", file=sys.stderr)
+        return 2
+    import gc
+
+    import intentref.mcp_cli
+    import intentref.mcp_server  # noqa: F401
+
+    # Imported objects stay shared with the children: a collection in a child would touch
+    # (and so copy) every page of them.
+    gc.collect()
+    gc.freeze()
+    Zygote(argv[0]).serve()
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - run as a program
+    sys.exit(main(sys.argv[1:]))

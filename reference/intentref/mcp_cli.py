@@ -1,0 +1,252 @@
+"""``intent-runtime-mcp``: serve configured Intent instances as MCP tools.
+
+    intent-runtime-mcp --config FILE [--http HOST:PORT] [--max-jobs N] ...
+
+Seed 000 "MCP 服务" (spec: R-SRV-004 .. R-SRV-010): the file names instances only; the
+command builds and owns them, and stops serving at the end of input or on an exit signal.
+stdout carries MCP protocol bytes only; everything else goes to stderr.  Exit status: 0
+after a clean stop, 2 for a configuration fault (found before serving starts), 1 for
+anything else (D-MCP-012, D-MCP-013).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import signal
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from . import jsonpointer
+
+PROG: Final = "intent-runtime-mcp"
+CONFIG_KEYS: Final = frozenset({"instances"})  # spec: R-SRV-010 -- only instances is read
+EXIT_OK: Final = 0
+EXIT_FAILURE: Final = 1
+EXIT_CONFIG: Final = 2
+
+# Bridge option -> the command-line flag that sets it; also how a Bridge config fault
+# about an option is reported against the flag rather than the file.
+OPTION_FLAGS: Final = {
+    "maxJobs": "--max-jobs",
+    "maxReplayEntries": "--max-replay-entries",
+    "maxReplayBytes": "--max-replay-bytes",
+    "jobTtlMs": "--job-ttl-ms",
+    "replayTtlMs": "--replay-ttl-ms",
+}
+
+# spec: R-SRV-010 -- members named like serve_intent_mcp options are not read from the file,
+# and must not make it fail either; any other unknown member is a fault (D-MCP-012).
+IGNORED_KEYS: Final = frozenset({*OPTION_FLAGS, "transport"})
+
+logger = logging.getLogger(PROG)
+
+
+@dataclass(frozen=True)
+class ConfigFault(Exception):
+    """A configuration fault: where it is, its error code and what is wrong (D-MCP-013)."""
+
+    where: str  # the config file, or the flag at fault
+    pointer: str | None  # JSON Pointer into the file; None for a flag
+    code: str
+    message: str
+
+    def line(self) -> str:
+        # One line whatever the message holds, so a supervisor's log keeps it whole.
+        message = " ".join(self.message.split())
+        if self.pointer is None:
+            return f"{PROG}: configuration fault: {self.where}: {self.code}: {message}"
+        return f"{PROG}: configuration fault: {self.where}#{self.pointer}: {self.code}: {message}"
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT (for example 127.0.0.1:8765), got {text!r}")
+    return host, int(port)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Serve intent-runtime instances as the MCP tools intent_prepare, intent_accept and intent_cancel.",
+    )
+    parser.add_argument(
+        "--config", required=True, metavar="FILE", help='JSON file: {"instances": {NAME: IntentConfig}}'
+    )
+    parser.add_argument(
+        "--http",
+        type=_host_port,
+        metavar="HOST:PORT",
+        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (port 0 picks a free one)",
+    )
+    for option, flag in OPTION_FLAGS.items():
+        parser.add_argument(flag, type=int, metavar="N", dest=option, help=f"Bridge option {option}")
+    return parser
+
+
+def _instance_fault(file: str, name: str, exc: Any) -> ConfigFault:
+    """Report an Intent construction error at the instance, deepened by its issue path."""
+    pointer = "/instances/" + jsonpointer.escape_token(name)
+    issues = getattr(exc, "issues", ())
+    inner = issues[0].path if issues else None
+    if isinstance(inner, str) and (inner == "" or inner.startswith("/")):
+        # The core files definition faults against the schema document and the rest
+        # against the Intent config (intentref.schema_subset.check_definition).
+        if exc.code in ("SCHEMA_UNSUPPORTED", "LIMIT_EXCEEDED"):
+            pointer += "/schema"
+        pointer += inner
+    return ConfigFault(file, pointer, str(exc.code), str(exc.message))
+
+
+def load_instances(file: str) -> dict[str, Any]:
+    """Read ``file`` and build its Intent instances, or raise ConfigFault."""
+    from . import Intent, IntentParseError
+
+    try:
+        with open(file, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        raise ConfigFault(
+            file, "", "CONFIG_INVALID", f"cannot read the file: {exc.strerror or exc}."
+        ) from None
+    try:
+        document = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigFault(file, "", "CONFIG_INVALID", "the file is not UTF-8 text.") from None
+    except json.JSONDecodeError as exc:
+        message = f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}."
+        raise ConfigFault(file, "", "CONFIG_INVALID", message) from None
+    if not isinstance(document, dict):
+        raise ConfigFault(
+            file, "", "CONFIG_INVALID", 'the configuration must be an object {"instances": {...}}.'
+        )
+    for key in sorted(document):
+        if key in IGNORED_KEYS:
+            where = OPTION_FLAGS.get(key, "serve_intent_mcp(transport=...)")
+            print(
+                f"{PROG}: warning: {file}#/{key}: ignored; this option is set by {where}, not the file.",
+                file=sys.stderr,
+            )
+        elif key not in CONFIG_KEYS:
+            # Capacity options are flags, not file members; a stray key is a typo or a
+            # misplaced option, and silently ignoring it would serve the wrong thing.
+            pointer = "/" + jsonpointer.escape_token(key)
+            raise ConfigFault(
+                file, pointer, "CONFIG_INVALID", f"unknown configuration member {json.dumps(key)}."
+            )
+    if "instances" not in document:
+        raise ConfigFault(file, "/instances", "CONFIG_INVALID", "instances is required.")
+    configs = document["instances"]
+    if not isinstance(configs, dict):
+        raise ConfigFault(
+            file, "/instances", "CONFIG_INVALID", "instances must be an object of named Intent configs."
+        )
+    instances: dict[str, Any] = {}
+    try:
+        for name, config in configs.items():
+            pointer = "/instances/" + jsonpointer.escape_token(name)
+            if not isinstance(config, dict):
+                raise ConfigFault(file, pointer, "CONFIG_INVALID", "an instance config must be an object.")
+            try:
+                instances[name] = Intent(config)
+            except IntentParseError as exc:
+                raise _instance_fault(file, name, exc) from None
+    except BaseException:
+        _dispose(instances)
+        raise
+    return instances
+
+
+def _dispose(instances: Mapping[str, Any]) -> None:
+    for intent in instances.values():
+        try:
+            intent.dispose()
+        except Exception:
+            logger.exception("disposing an Intent instance failed")
+
+
+def _bridge_fault(file: str, exc: Any) -> ConfigFault:
+    """A Bridge config error, reported against the flag (or the file) it is about."""
+    issues = getattr(exc, "issues", ())
+    path = issues[0].path if issues and isinstance(issues[0].path, str) else ""
+    tokens = jsonpointer.split(path) or []
+    if tokens and tokens[0] in OPTION_FLAGS:
+        return ConfigFault(OPTION_FLAGS[tokens[0]], None, str(exc.code), str(exc.message))
+    return ConfigFault(file, path, str(exc.code), str(exc.message))
+
+
+async def _serve(config: dict[str, Any], http: tuple[str, int] | None, file: str) -> int:
+    from . import IntentParseError
+    from .mcp_server import serve_intent_mcp, serve_intent_mcp_http
+
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):  # spec: R-SRV-008
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        try:
+            if http is None:
+                service = await serve_intent_mcp(config)
+            else:
+                service = await serve_intent_mcp_http(config, http[0], http[1])
+                # The one line a supervisor (or a test) needs to find the endpoint; stderr,
+                # because stdout is reserved for protocol bytes in every mode.
+                print(f"{PROG}: serving streamable HTTP at {service.url}", file=sys.stderr, flush=True)
+        except IntentParseError as exc:
+            fault = _bridge_fault(file, exc)
+            print(fault.line(), file=sys.stderr, flush=True)
+            return EXIT_CONFIG
+        except OSError as exc:
+            print(f"{PROG}: cannot serve: {exc}", file=sys.stderr, flush=True)
+            return EXIT_FAILURE
+        ended = asyncio.create_task(service.wait_closed())
+        stopping = asyncio.create_task(stop.wait())
+        await asyncio.wait({ended, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        await service.close()
+        if ended.done() and not ended.cancelled() and ended.exception() is not None:
+            logger.error("serving failed", exc_info=ended.exception())
+            return EXIT_FAILURE
+        ended.cancel()
+        return EXIT_OK
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse has printed usage on stderr (status 2) or --help (0)
+        return int(exc.code) if isinstance(exc.code, int) else EXIT_CONFIG
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.WARNING, format=f"{PROG}: %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        instances = load_instances(args.config)
+    except ConfigFault as fault:
+        print(fault.line(), file=sys.stderr, flush=True)
+        return EXIT_CONFIG
+    config: dict[str, Any] = {"instances": instances}
+    for option in OPTION_FLAGS:
+        value = getattr(args, option)
+        if value is not None:
+            config[option] = value
+    try:
+        return asyncio.run(_serve(config, args.http, args.config))
+    except KeyboardInterrupt:  # a second Ctrl-C while stopping
+        return EXIT_OK
+    finally:
+        _dispose(instances)  # the command built them, so it releases them (seed 000 "MCP 服务")
+
+
+if __name__ == "__main__":  # pragma: no cover - `python -m intentref.mcp_cli`
+    sys.exit(main())

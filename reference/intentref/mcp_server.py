@@ -1,0 +1,914 @@
+"""The thin MCP adapter: three tools over a Bridge, served on stdio or streamable HTTP.
+
+Seed 000 "MCP 外层返回" and "MCP 服务".  Everything protocol-shaped (tasks, results,
+errors, job lifecycle) belongs to :mod:`intentref.bridge`; this module only declares the
+tools, checks tool arguments against their declared schemas, wraps each BridgeReply in
+the MCP result envelope and owns transport matters: which Bridge session a call runs
+in, how a connection's end closes it, and how the process serves and stops.
+
+Decisions taken here are ``D-MCP-...`` in ``spec/decisions-mcp.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import socket
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from typing import Any, Final, Protocol
+
+import anyio
+import mcp_types as types
+import uvicorn
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError as SchemaViolation
+from mcp.server import Server
+from mcp.server.connection import Connection
+from mcp.server.context import ServerRequestContext
+from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.message import SessionMessage
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError as PydanticValidationError
+from starlette.applications import Starlette
+
+from . import __version__, jsonpointer
+from .errors import Issue, error, self_issue
+from .jsontext import dumps_compact
+from .limits import is_well_formed, well_formed
+
+__all__ = [
+    "INSTRUCTIONS",
+    "MCP_TOOLS",
+    "IntentMcpService",
+    "build_intent_mcp_server",
+    "call_intent_tool",
+    "create_intent_mcp_http_app",
+    "serve_intent_mcp",
+    "serve_intent_mcp_http",
+    "tool_result",
+]
+
+logger = logging.getLogger(__name__)
+
+SERVER_NAME: Final = "intent-runtime"
+MCP_PATH: Final = "/mcp"
+# D-MCP-009: large enough that an oversized candidate (the core caps one at 1 MiB) still
+# reaches the Bridge and gets its LIMIT_EXCEEDED reply; beyond this the transport says 413.
+DEFAULT_MAX_REQUEST_BODY_SIZE: Final = 16 * 1024 * 1024
+LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "::1")
+# How long close() lets an HTTP server drain before cancelling it outright.
+_GRACEFUL_STOP_SECONDS: Final = 10.0
+
+
+class BridgeSession(Protocol):
+    """What the adapter needs of ``intentref.bridge`` (one connection's job ownership)."""
+
+    def prepare(self, request: dict[str, Any]) -> Any: ...
+    def accept(self, request: dict[str, Any]) -> Any: ...
+    def cancel(self, request: dict[str, Any]) -> Any: ...
+    def close(self) -> None: ...
+
+
+class Bridge(Protocol):
+    def connect(self) -> BridgeSession: ...
+    def close(self) -> None: ...
+
+
+# --------------------------------------------------------------------------- tool declarations
+
+_STRING: Final = {"type": "string"}
+
+# spec: seed 000 "工具与 session 方法" -- PrepareRequest = IntentParseRequest + instance.
+_PREPARE_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "instance": {"type": "string", "description": "Name of the configured intent-runtime instance."},
+        "input": {"type": "string", "description": "The user's current request text, verbatim."},
+        "context": {
+            "description": "Optional earlier conversation: one background text, or messages in order.",
+            "anyOf": [
+                {"type": "string"},
+                {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "role": {"type": "string", "enum": ["user", "assistant", "tool"]},
+                            "content": {"type": "string"},
+                        },
+                        "required": ["role", "content"],
+                        "additionalProperties": False,
+                    },
+                },
+            ],
+        },
+        "fields": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Top-level schema fields to extract; [] recognizes intents only; omit for all fields.",
+        },
+    },
+    "required": ["instance", "input"],
+    "additionalProperties": False,
+}
+
+_ACCEPT_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "jobId": {
+            "type": "string",
+            "description": "jobId of the task being answered, copied from that task.",
+        },
+        "stepToken": {"type": "string", "description": "stepToken of the same task, copied from that task."},
+        "candidateText": {
+            "type": "string",
+            "description": "The complete candidate as one JSON text, following the task's format.",
+        },
+    },
+    "required": ["jobId", "stepToken", "candidateText"],
+    "additionalProperties": False,
+}
+
+_CANCEL_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "jobId": {"type": "string", "description": "jobId of the job to stop."},
+        "outcome": {
+            "type": "string",
+            "enum": ["cancelled", "refusal", "incomplete"],
+            "description": "Why the job stops; cancelled when omitted.",
+        },
+        "detail": {"type": "string", "description": "Optional note, at most 2048 UTF-8 bytes."},
+    },
+    "required": ["jobId"],
+    "additionalProperties": False,
+}
+
+# D-MCP-004: the BridgeReply union as outputSchema.  Root "type": "object" keeps it valid on
+# the 2025 revisions too; members stay open (no additionalProperties) so the Bridge, not
+# this declaration, owns the exact reply shape.
+_REPLY_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {"kind": {"type": "string", "enum": ["task", "result", "error"]}},
+    "required": ["kind"],
+    "oneOf": [
+        {
+            "properties": {
+                "kind": {"const": "task"},
+                "jobId": _STRING,
+                "stepToken": _STRING,
+                "stage": {"type": "string", "enum": ["core", "data"]},
+                "instructions": _STRING,
+                "payload": _STRING,
+                "format": {"type": "object"},
+                "expiresAt": _STRING,
+            },
+            "required": ["kind", "jobId", "stepToken", "stage", "instructions", "payload", "format"],
+        },
+        {
+            "properties": {"kind": {"const": "result"}, "result": {"type": "object"}},
+            "required": ["kind", "result"],
+        },
+        {
+            "properties": {
+                "kind": {"const": "error"},
+                "error": {
+                    "type": "object",
+                    "properties": {
+                        "code": _STRING,
+                        "stage": _STRING,
+                        "message": _STRING,
+                        "issues": {"type": "array"},
+                        "partialResult": {"type": "object"},
+                    },
+                    "required": ["code", "stage", "message", "issues"],
+                },
+            },
+            "required": ["kind", "error"],
+        },
+    ],
+}
+
+_PREPARE_DESCRIPTION: Final = (
+    "Start recognizing one user request with a configured intent-runtime instance. Pass the instance "
+    "name, the user's current input verbatim, optional context (a background string, or earlier "
+    "messages with role user, assistant or tool) and optional fields (top-level schema field names to "
+    "extract; [] recognizes intents only; omit to extract every field). The reply is a BridgeReply in "
+    'structuredContent (the same JSON is in the text content): kind "task" means end this tool call, '
+    "write the complete candidate that the task's own instructions, payload and format ask for, and "
+    'submit it with intent_accept; kind "result" is the finished recognition (read result); kind '
+    '"error" reports why this call failed (read error.code, error.issues).'
+)
+_ACCEPT_DESCRIPTION: Final = (
+    "Submit your candidate for the task you last received. Copy jobId and stepToken from that task "
+    "exactly, never from examples or older tasks. candidateText is the whole candidate as one JSON "
+    "text (JSON.stringify of the object), built from that task's instructions, payload and format; "
+    "not only changed fields, not the final result, never empty. The reply is a new task (a repair or "
+    "the next stage: answer it with its own new jobId and stepToken), the result, or an error. An "
+    "error does not always end the job: some rejections (for example LIMIT_EXCEEDED for an oversized "
+    "candidate) keep the job and stepToken active, so a corrected complete candidate can be "
+    "submitted for the same task. If you will not produce a candidate, call intent_cancel instead."
+)
+_CANCEL_DESCRIPTION: Final = (
+    'Stop a job you will not finish, so it is released. outcome: "cancelled" (default) when you '
+    'abandon it, "refusal" when you decline to write the candidate, "incomplete" when you cannot '
+    "write a complete one; use this instead of submitting empty or partial candidateText. detail is "
+    "an optional note of at most 2048 UTF-8 bytes. The reply reports the job's terminal state: "
+    "isError true here does not mean the cancel failed, and a job that already finished answers "
+    "with its original terminal reply, which may be a result."
+)
+
+# spec: R-BRG-003, R-BRG-004, R-BRG-005 -- D-MCP-001: plain dicts in wire (camelCase) form,
+# so a host can embed them as they are.
+MCP_TOOLS: Final[list[dict[str, Any]]] = [
+    {
+        "name": "intent_prepare",
+        "description": _PREPARE_DESCRIPTION,
+        "inputSchema": _PREPARE_SCHEMA,
+        "outputSchema": _REPLY_SCHEMA,
+    },
+    {
+        "name": "intent_accept",
+        "description": _ACCEPT_DESCRIPTION,
+        "inputSchema": _ACCEPT_SCHEMA,
+        "outputSchema": _REPLY_SCHEMA,
+    },
+    {
+        "name": "intent_cancel",
+        "description": _CANCEL_DESCRIPTION,
+        "inputSchema": _CANCEL_SCHEMA,
+        "outputSchema": _REPLY_SCHEMA,
+    },
+]
+
+INSTRUCTIONS: Final = (
+    "intent-runtime turns a user request into checked, structured intents and data. You write the "
+    "candidates; the server checks them and assembles the result. The loop:\n"
+    "1. Call intent_prepare with the instance name and the user's input (optional context, fields).\n"
+    '2. When the reply has kind "task", end that tool call. Write the complete candidate JSON that '
+    "this task's own instructions, payload and format ask for (payload is a JSON string describing "
+    "the material; format.schema, when present, is the candidate's schema).\n"
+    "3. Submit it with intent_accept, using that task's own jobId and stepToken and the whole "
+    "candidate as candidateText.\n"
+    "4. If the reply is another task (a repair, or the next stage), continue from step 2 with the "
+    "new task and its new jobId and stepToken.\n"
+    '5. Stop on kind "result" (read result) or kind "error" (read error.code). An error reports '
+    "that one call: some rejected submissions keep the job and its stepToken active, so judge from "
+    "the call you made and the last task you received, not from the code alone, whether to correct "
+    "and resubmit the same task or to stop.\n"
+    "Never invent jobId or stepToken values and never submit empty or partial text. If you refuse, "
+    'or cannot write a complete candidate, call intent_cancel with outcome "refusal" or '
+    '"incomplete"; use "cancelled" to abandon a job you no longer need.'
+)
+
+_TOOL_METHODS: Final = {"intent_prepare": "prepare", "intent_accept": "accept", "intent_cancel": "cancel"}
+_VALIDATORS: Final = {str(tool["name"]): Draft202012Validator(tool["inputSchema"]) for tool in MCP_TOOLS}
+_INPUT_SCHEMAS: Final = {str(tool["name"]): tool["inputSchema"] for tool in MCP_TOOLS}
+
+
+# --------------------------------------------------------------------------- one call
+
+
+def _error_reply(code: str, message: str, issues: list[Issue] | tuple[Issue, ...] = ()) -> dict[str, Any]:
+    # The shared error family keeps adapter errors inside the declared code table (D-ERR-001).
+    return {"kind": "error", "error": error(code, "bridge", message, issues).to_json()}
+
+
+def _name(path: str) -> str:
+    # "/context/0/role" reads as context/0/role: the pointer, minus its leading slash.
+    tokens = jsonpointer.split(path) or []
+    return "/".join(tokens) if tokens else "arguments"
+
+
+def _issues_for(violation: SchemaViolation) -> list[Issue]:
+    """Issues for one schema violation, without ever quoting the rejected value.
+
+    jsonschema's own messages repr the instance, which for a 10 MB candidateText would put
+    10 MB back on the wire, so each keyword gets its own short sentence (D-MCP-006).
+    """
+    base = jsonpointer.join(violation.absolute_path)
+    keyword = violation.validator
+    instance = violation.instance
+    out: list[Issue] = []
+    if keyword == "required" and isinstance(instance, Mapping):
+        for name in violation.validator_value:
+            if name not in instance:
+                path = f"{base}/{jsonpointer.escape_token(name)}"
+                out.append(Issue("INPUT_INVALID", "input", path, f"{name} is required."))
+    elif keyword == "additionalProperties" and isinstance(instance, Mapping):
+        known = violation.schema.get("properties", {})
+        for key in instance:
+            if key not in known:
+                path = f"{base}/{jsonpointer.escape_token(str(key))}"
+                out.append(
+                    Issue("INPUT_INVALID", "input", path, f"unknown argument {json.dumps(str(key)[:64])}.")
+                )
+    elif keyword == "type":
+        expected = violation.validator_value
+        out.append(Issue("INPUT_INVALID", "input", base, f"{_name(base)} must be of type {expected}."))
+    elif keyword == "enum":
+        allowed = ", ".join(str(v) for v in violation.validator_value)
+        out.append(Issue("INPUT_INVALID", "input", base, f"{_name(base)} must be one of: {allowed}."))
+    elif keyword == "anyOf" and isinstance(instance, list):
+        # context given as messages: report what is wrong inside them, not just "no branch matched".
+        for inner in violation.context or ():
+            if inner.relative_schema_path and inner.relative_schema_path[0] == 1:
+                out.extend(_issues_for(inner))
+    elif keyword == "anyOf":
+        message = f"{_name(base)} must be a string or an array of {{role, content}} messages."
+        out.append(Issue("INPUT_INVALID", "input", base, message))
+    else:
+        out.append(
+            Issue("INPUT_INVALID", "input", base, f"{_name(base)} does not match the tool's input schema.")
+        )
+    return out
+
+
+def _argument_error(tool: str, arguments: Any) -> dict[str, Any] | None:
+    """The INPUT_INVALID reply for arguments outside ``tool``'s inputSchema, else None."""
+    validator = _VALIDATORS[tool]
+    issues: dict[str | None, Issue] = {}
+    for violation in validator.iter_errors(arguments):
+        for issue in _issues_for(violation):
+            issues.setdefault(issue.path, issue)  # one issue per argument, first reason wins
+    if not issues:
+        return None
+    ordered = sorted(issues.values(), key=lambda i: i.path or "")
+    return _error_reply("INPUT_INVALID", f"{tool} arguments do not match its input schema.", ordered)
+
+
+def _is_reply(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("kind") in ("task", "result", "error")
+
+
+def call_intent_tool(
+    session: BridgeSession, name: str, arguments: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """Run one tool call against ``session`` and return its BridgeReply; never raises.
+
+    Cancellation (BaseException) still propagates: it is the transport ending, not a fault.
+    """
+    try:
+        method = _TOOL_METHODS.get(name)
+        if method is None:
+            # D-MCP-005: a tool result the model can read, not a JSON-RPC error.
+            shown = json.dumps(name[:64])
+            message = f"unknown tool {shown}; the tools are intent_prepare, intent_accept and intent_cancel."
+            return _error_reply(
+                "BRIDGE_TOOL_NOT_FOUND", message, [self_issue("BRIDGE_TOOL_NOT_FOUND", None, message)]
+            )
+        args: Any = {} if arguments is None else arguments
+        rejected = _argument_error(name, args)
+        if rejected is not None:
+            return rejected
+        reply = getattr(session, method)(dict(args))
+        if not _is_reply(reply):
+            raise TypeError(f"Bridge {method}() returned {type(reply).__name__}, not a BridgeReply")
+        return reply  # type: ignore[no-any-return]
+    except Exception:
+        # D-MCP-007: no exception reaches the SDK; the operator gets the traceback on stderr.
+        logger.exception("intent-runtime tool %r failed internally", name[:64])
+        return _error_reply(
+            "INTERNAL_ERROR",
+            "the intent-runtime service failed internally while handling this call; the job's state is unknown.",
+        )
+
+
+def _well_formed_json(value: Any) -> Any:
+    """``value`` with every lone surrogate replaced by U+FFFD, keys included (D-MCP-008)."""
+    if isinstance(value, str):
+        return value if is_well_formed(value) else well_formed(value)
+    if isinstance(value, dict):
+        return {_well_formed_json(k): _well_formed_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_well_formed_json(v) for v in value]
+    return value
+
+
+def tool_result(reply: dict[str, Any]) -> types.CallToolResult:
+    """The MCP envelope of one BridgeReply (spec: seed 000 "MCP 外层返回").
+
+    Text content is the whole reply as compact JSON, structuredContent the same object,
+    and isError is true exactly when kind is "error".
+    """
+    try:
+        text = dumps_compact(reply)  # spec: R-ENV-001 -- the whole reply, JSON.stringify's form
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate cannot cross a UTF-8 wire; JSON.stringify + TextEncoder would send U+FFFD.
+        reply = _well_formed_json(reply)
+        text = dumps_compact(reply)
+    except (TypeError, ValueError):
+        logger.exception("BridgeReply is not JSON-serialisable")
+        reply = _error_reply("INTERNAL_ERROR", "the intent-runtime service produced a reply it cannot send.")
+        text = dumps_compact(reply)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=reply,  # spec: R-ENV-002 -- the same reply as an object
+        is_error=reply.get("kind") == "error",  # spec: R-ENV-003
+    )
+
+
+# --------------------------------------------------------------------------- server
+
+SessionResolver = Callable[[ServerRequestContext[Any]], BridgeSession]
+
+
+@contextlib.asynccontextmanager
+async def _no_lifespan(_: Server[Any]) -> AsyncIterator[dict[str, Any]]:
+    yield {}
+
+
+def build_intent_mcp_server(
+    resolve_session: SessionResolver,
+    *,
+    lifespan: Callable[[Server[Any]], contextlib.AbstractAsyncContextManager[Any]] = _no_lifespan,
+) -> Server[Any]:
+    """A low-level SDK server exposing MCP_TOOLS; ``resolve_session`` picks each call's session."""
+    tools = [types.Tool.model_validate(tool) for tool in MCP_TOOLS]
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        try:
+            session = resolve_session(ctx)
+        except Exception:
+            logger.exception("no Bridge session for this MCP connection")
+            return tool_result(
+                _error_reply(
+                    "INTERNAL_ERROR", "the intent-runtime service has no session for this connection."
+                )
+            )
+        return tool_result(call_intent_tool(session, params.name, params.arguments))
+
+    return Server(
+        SERVER_NAME,
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        # Lets 2026-07-28 HTTP header checks read our schemas without a tools/list round trip.
+        get_tool_input_schema=_INPUT_SCHEMAS.get,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+# --------------------------------------------------------------------------- stdio transport
+
+
+class _StdinLines:
+    """Text lines of fd 0 for ``stdio_server(stdin=...)``, read by a daemon thread.
+
+    The SDK reads stdin through a worker thread that cancellation must wait for, so a
+    SIGTERM with the client's pipe still open would hang the process (D-MCP-011).  Here a
+    daemon thread does raw ``os.read`` calls (no buffered-object lock that interpreter
+    shutdown could trip over) and hands lines over; the awaiting side can be cancelled.
+    After ``stop()`` the thread hands nothing more over and ends at its next read.
+    """
+
+    _CHUNK: Final = 1 << 16
+
+    def __init__(self, fd: int = 0) -> None:
+        self._fd = fd
+        self._queue: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=16)  # backpressure
+        self._loop = asyncio.get_running_loop()
+        self._stopped = threading.Event()
+        threading.Thread(target=self._pump, name="intent-runtime-mcp stdin", daemon=True).start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def _put(self, item: bytes | None) -> bool:
+        try:
+            future = asyncio.run_coroutine_threadsafe(self._queue.put(item), self._loop)
+        except RuntimeError:  # the loop is closed: nobody is listening any more
+            return False
+        while not self._stopped.is_set():
+            try:
+                future.result(timeout=0.1)
+                return True
+            except TimeoutError:
+                continue
+            except Exception:
+                return False
+        future.cancel()
+        return False
+
+    def _pump(self) -> None:
+        line = bytearray()
+        try:
+            while not self._stopped.is_set():
+                chunk = os.read(self._fd, self._CHUNK)
+                if not chunk:
+                    break
+                start = 0
+                # Search only the new chunk: a 10 MB line must not be rescanned per chunk.
+                while (end := chunk.find(b"\n", start)) != -1:
+                    line += chunk[start : end + 1]
+                    if not self._put(bytes(line)):
+                        return
+                    line.clear()
+                    start = end + 1
+                line += chunk[start:]
+        except OSError:
+            logger.debug("stdin read failed; treating as end of input", exc_info=True)
+        if line and not self._put(bytes(line)):
+            return
+        self._put(None)
+
+    def __aiter__(self) -> _StdinLines:
+        return self
+
+    async def __anext__(self) -> str:
+        line = await self._queue.get()
+        if line is None:
+            raise StopAsyncIteration
+        # Same decoding as the SDK's own stdio transport.
+        return line.decode("utf-8", errors="replace")
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        return not is_well_formed(value)
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v) for v in value)
+    return False
+
+
+def _recover_tool_call(item: Exception) -> SessionMessage | None:
+    """Re-read a ``tools/call`` line the SDK refused only for a lone surrogate in its arguments.
+
+    pydantic's JSON parser rejects ``"\\ud800"`` escapes, so the SDK would drop such a call
+    without any answer and its client would wait forever.  The standard library parses
+    them, and the call then reaches the Bridge, which owns the verdict (D-MCP-008).  Only
+    the arguments and the tool name may hold one: neither is echoed raw, whereas a
+    surrogate in the id would make the response itself unsendable.
+    """
+    if not isinstance(item, PydanticValidationError):
+        return None
+    errors = item.errors(include_url=False)
+    if (
+        len(errors) != 1
+        or errors[0].get("type") != "json_invalid"
+        or not isinstance(errors[0].get("input"), str)
+    ):
+        return None
+    try:
+        message = json.loads(errors[0]["input"])
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(message, dict) or message.get("method") != "tools/call":
+        return None
+    params = message.get("params")
+    if not isinstance(params, dict):
+        return None
+    rest = {**message, "params": {k: v for k, v in params.items() if k not in ("arguments", "name")}}
+    if _has_lone_surrogate(rest) or not _has_lone_surrogate(params):
+        return None
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_python(message, by_name=False))
+    except PydanticValidationError:
+        return None
+
+
+@contextlib.asynccontextmanager
+async def _stdio_transport() -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's stdio server (it still owns stdout) fed by :class:`_StdinLines`."""
+    lines = _StdinLines()
+    stdin: Any = lines  # stdio_server only iterates it
+    try:
+        async with stdio_server(stdin=stdin) as (read_stream, write_stream):
+            send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+            async def relay() -> None:
+                async with send:
+                    async for item in read_stream:
+                        if isinstance(item, Exception):
+                            item = _recover_tool_call(item) or item
+                        await send.send(item)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(relay)
+                try:
+                    yield receive, write_stream
+                finally:
+                    tg.cancel_scope.cancel()
+    finally:
+        lines.stop()
+
+
+# --------------------------------------------------------------------------- services
+
+
+class IntentMcpService:
+    """A running MCP service; ``close()`` stops the protocol and closes the Bridge.
+
+    The Intent instances passed in the config stay open: they belong to the caller
+    (spec: seed 000 "MCP 服务").
+    """
+
+    def __init__(
+        self,
+        bridge: Bridge,
+        task: asyncio.Task[None],
+        url: str | None = None,
+        stop: Callable[[], None] | None = None,
+    ) -> None:
+        self._bridge = bridge
+        self._task = task
+        self._stop = stop
+        self._closed = False
+        self.url = url
+        """The streamable HTTP endpoint; None for a stream transport."""
+
+    @property
+    def bridge(self) -> Bridge:
+        """The Bridge this service created (read it, e.g. ``stats()``; ``close()`` closes it)."""
+        return self._bridge
+
+    async def wait_closed(self) -> None:
+        """Return when serving ends by itself (stdio: end of input); re-raise a crash."""
+        await asyncio.shield(self._task)
+
+    async def close(self) -> None:
+        """Stop serving (ending every MCP session and its Bridge session), then close the Bridge.
+
+        spec: R-SRV-003 -- complete only once both are closed; the Intents stay the caller's.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            # asyncio.wait never raises the task's outcome, so a cancellation of close()
+            # itself still propagates instead of being mistaken for the task's.
+            if not self._task.done() and self._stop is not None:
+                self._stop()  # graceful: the transport winds down by itself
+                await asyncio.wait({self._task}, timeout=_GRACEFUL_STOP_SECONDS)
+            if not self._task.done():
+                self._task.cancel()
+                await asyncio.wait({self._task})
+            if not self._task.cancelled():
+                self._task.exception()  # retrieved: wait_closed() is where a crash is reported
+        finally:
+            self._bridge.close()
+
+
+def _split_config(config: Mapping[str, Any], transport: Any) -> tuple[dict[str, Any], Any]:
+    # spec: seed 000 "MCP 服务" -- BridgeConfig & { transport? }; the keyword form works too.
+    bridge_config = dict(config)
+    if "transport" in bridge_config:
+        if transport is not None:
+            raise ValueError("transport is given both in config and as an argument")
+        transport = bridge_config.pop("transport")
+    return bridge_config, transport
+
+
+def _create_bridge(config: dict[str, Any]) -> Bridge:
+    from .bridge import create_intent_bridge  # late: the Bridge must not depend on the MCP SDK
+
+    bridge: Bridge = create_intent_bridge(config)
+    return bridge
+
+
+def _close_session(session: BridgeSession | None) -> None:
+    if session is None:
+        return
+    try:
+        session.close()
+    except Exception:
+        logger.exception("closing a Bridge session failed")
+
+
+async def _start(
+    run: Callable[[asyncio.Event], Any],
+    bridge: Bridge,
+    url: str | None = None,
+    stop: Callable[[], None] | None = None,
+) -> IntentMcpService:
+    """Run ``run(started)`` in the background and return once it has set ``started``."""
+    started = asyncio.Event()
+
+    async def body() -> None:
+        try:
+            await run(started)
+        finally:
+            started.set()  # a failed start must not leave the caller waiting
+
+    task = asyncio.create_task(body(), name="intent-runtime-mcp")
+    await started.wait()
+    if task.done() and not task.cancelled() and (failure := task.exception()) is not None:
+        bridge.close()
+        raise failure
+    return IntentMcpService(bridge, task, url, stop)
+
+
+class _StreamSession:
+    """The one Bridge session of a stream connection (stdio or a caller's transport)."""
+
+    def __init__(self) -> None:
+        self.current: BridgeSession | None = None
+
+    def resolve(self, ctx: ServerRequestContext[Any]) -> BridgeSession:
+        if self.current is None:
+            raise RuntimeError("the stream connection has no open Bridge session")
+        return self.current
+
+
+async def serve_intent_mcp(config: Mapping[str, Any], transport: Any = None) -> IntentMcpService:
+    """Serve MCP_TOOLS over ``transport`` (default: this process's stdio; spec: R-SRV-001, R-SRV-002).
+
+    ``config`` is a BridgeConfig (``instances`` plus any capacity option).  ``transport`` is
+    an async context manager yielding ``(read_stream, write_stream)`` -- the shape of
+    ``mcp.server.stdio.stdio_server()`` -- or such a pair already open.  The service serves
+    in the background until ``close()`` or the end of the stream; both eras are served,
+    the client's first request picks one.
+    """
+    bridge_config, transport = _split_config(config, transport)
+    bridge = _create_bridge(bridge_config)
+    holder = _StreamSession()
+    server = build_intent_mcp_server(holder.resolve)
+
+    async def run(started: asyncio.Event) -> None:
+        opened: contextlib.AbstractAsyncContextManager[Any]
+        if transport is None:
+            opened = _stdio_transport()
+        elif isinstance(transport, tuple):
+            opened = contextlib.nullcontext(transport)
+        else:
+            opened = transport
+        async with opened as (read_stream, write_stream):
+            # D-MCP-002: a stream is one connection in either era, so one session serves it;
+            # the 2026-07-28 loop builds a fresh SDK Connection per request, so the session
+            # is bound to the stream, not to that object.
+            holder.current = bridge.connect()
+            try:
+                started.set()
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+            finally:
+                session, holder.current = holder.current, None
+                _close_session(session)
+
+    return await _start(run, bridge)
+
+
+# --------------------------------------------------------------------------- streamable HTTP
+
+_SESSION_KEY: Final = "intentref.bridge_session"
+
+
+def _connection_of(ctx: ServerRequestContext[Any]) -> Connection:
+    # The SDK documents Connection.state / exit_stack for per-connection resources but the
+    # low-level handler context does not expose the Connection yet (its TODO L54); this is
+    # the one place that reaches for it, and the HTTP tests fail loudly if it moves.
+    connection = getattr(ctx.session, "_connection", None)
+    if not isinstance(connection, Connection):
+        raise RuntimeError("the installed mcp SDK no longer exposes the request's Connection")
+    return connection
+
+
+class _HttpSessions:
+    """Bridge sessions of one streamable-HTTP app.
+
+    Handshake era: one session per MCP session (Mcp-Session-Id), closed when the SDK
+    ends that session -- DELETE, idle timeout or shutdown (D-MCP-002).  2026-07-28 era:
+    requests carry no session at all, so one shared session owns their jobs (D-MCP-003).
+    """
+
+    def __init__(self, bridge: Bridge) -> None:
+        self._bridge = bridge
+        self._stateless: BridgeSession | None = None
+
+    def resolve(self, ctx: ServerRequestContext[Any]) -> BridgeSession:
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            if self._stateless is None:
+                self._stateless = self._bridge.connect()
+            return self._stateless
+        connection = _connection_of(ctx)
+        session: BridgeSession | None = connection.state.get(_SESSION_KEY)
+        if session is None:
+            session = self._bridge.connect()
+            connection.state[_SESSION_KEY] = session
+            connection.exit_stack.callback(_close_session, session)  # spec: R-LIF-012
+        return session
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, _: Server[Any]) -> AsyncIterator[dict[str, Any]]:
+        try:
+            yield {}
+        finally:
+            session, self._stateless = self._stateless, None
+            _close_session(session)
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _security(
+    host: str, allowed_hosts: list[str] | None, allowed_origins: list[str] | None
+) -> TransportSecuritySettings:
+    """DNS-rebinding protection, always on (D-MCP-010)."""
+    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+    origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+    if host not in (*LOOPBACK_HOSTS, "0.0.0.0", "::", ""):
+        hosts.append(f"{_url_host(host)}:*")
+        origins.append(f"http://{_url_host(host)}:*")
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=hosts + list(allowed_hosts or ()),
+        allowed_origins=origins + list(allowed_origins or ()),
+    )
+
+
+def create_intent_mcp_http_app(
+    bridge: Bridge,
+    *,
+    host: str = "127.0.0.1",
+    allowed_hosts: list[str] | None = None,
+    allowed_origins: list[str] | None = None,
+    max_request_body_size: int = DEFAULT_MAX_REQUEST_BODY_SIZE,
+) -> Starlette:
+    """A Starlette app serving MCP_TOOLS at ``/mcp`` in both eras, for any ASGI server.
+
+    Its lifespan must run (it starts the SDK's session manager).  The Bridge stays the
+    caller's to close, after the app has shut down.
+    """
+    sessions = _HttpSessions(bridge)
+    server = build_intent_mcp_server(sessions.resolve, lifespan=sessions.lifespan)
+    return server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        transport_security=_security(host, allowed_hosts, allowed_origins),
+        max_request_body_size=max_request_body_size,
+        host=host,
+    )
+
+
+class _UvicornServer(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        # uvicorn re-raises a caught SIGTERM after shutdown, which would end the process
+        # with that signal instead of status 0; the embedding program owns signals.
+        yield
+
+
+async def serve_intent_mcp_http(
+    config: Mapping[str, Any],
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    allowed_hosts: list[str] | None = None,
+    allowed_origins: list[str] | None = None,
+    max_request_body_size: int = DEFAULT_MAX_REQUEST_BODY_SIZE,
+) -> IntentMcpService:
+    """Serve MCP_TOOLS over streamable HTTP at ``http://host:port/mcp`` (port 0: any free one).
+
+    Loopback by default, with the SDK's DNS-rebinding protection on.  ``service.url`` is
+    the bound endpoint; ``close()`` stops the server, ends every session and closes the
+    Bridge.
+    """
+    bridge = _create_bridge(dict(config))
+    try:
+        app = create_intent_mcp_http_app(
+            bridge,
+            host=host,
+            allowed_hosts=allowed_hosts,
+            allowed_origins=allowed_origins,
+            max_request_body_size=max_request_body_size,
+        )
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.create_server((host, port), family=family)
+    except BaseException:
+        bridge.close()
+        raise
+    bound = sock.getsockname()[1]
+    uv = _UvicornServer(
+        uvicorn.Config(app, log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=3)
+    )
+
+    async def run(started: asyncio.Event) -> None:
+        serving = asyncio.create_task(uv.serve(sockets=[sock]))
+        try:
+            while not uv.started and not serving.done():
+                await asyncio.sleep(0.01)
+            if uv.started:
+                started.set()
+            await serving
+        finally:
+            sock.close()
+
+    def stop() -> None:
+        uv.should_exit = True  # uvicorn's own graceful path: lifespan exit ends every session
+
+    return await _start(run, bridge, f"http://{_url_host(host)}:{bound}{MCP_PATH}", stop)

@@ -1,0 +1,233 @@
+"""Hypothesis strategies for the intent-runtime protocol, for checking any implementation.
+
+Use them like ``hypothesis.strategies``::
+
+    from hypothesis import given
+    from intentref import strategies as ist
+
+    @given(ist.schemas(), ist.data_for_schemas())
+    ...
+
+Everything generated is valid by construction unless its name says otherwise:
+
+* requests and contexts: ``plans`` (a prepare request whose input contains every string
+  value of the data a model would extract), ``requests``, ``contexts``;
+* definitions: ``schemas`` in the supported subset, with keys such as ``~``, ``/``,
+  ``~1`` and ``""``; ``keys`` and ``pointer_tokens`` for JSON Pointer properties;
+* candidates: ``core_candidates`` (any blocker combination), ``data_candidates`` for a
+  given data task payload;
+* faults: ``broken_candidates(subject)`` -> ``(name, Broken(text, expected_code,
+  pointer))``, one of the named faults of ``FAULTS`` (``core.blank_normalized_input``,
+  ``data.quote_not_in_source``, ``json.duplicate_key``, ``json.deep_nesting``,
+  ``text.lone_surrogate``, ...);
+* replies: ``bridge_replies`` and ``mcp_tool_results``, valid (real replies of the
+  reference) or malformed in one named way, for decoder tests;
+* wrong calls: ``malformed_requests(op)``, ``cancel_details(total_bytes)``.
+
+And the pieces a property needs to drive a target (``intentref.conformance.targets``):
+``Example``, ``DifferentialTarget``, ``make_target``, ``catalog_instances``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from hypothesis import strategies as st
+
+from . import _strategies_impl as _impl
+from ._property_targets import (
+    STATS,
+    DifferentialTarget,
+    Divergence,
+    Example,
+    ExampleSession,
+    TokenMap,
+    UnsupportedByTarget,
+    available,
+    canonical,
+    case_from_calls,
+    catalog_instances,
+    close_runs,
+    error_code,
+    generated_instances,
+    is_bridge_reply,
+    issue_paths,
+    make_target,
+    step_of,
+)
+from ._strategies_impl import (
+    DEEP_NESTING,
+    FAULTS,
+    LONE_SURROGATES,
+    MCP_DEFECTS,
+    REPLY_DEFECTS,
+    SPECIAL_KEYS,
+    Broken,
+    Fault,
+    HypothesisDraw,
+    Plan,
+    RandomDraw,
+    Subject,
+    catalog_schema,
+    faults_for,
+    leaves,
+    payload_sources,
+    schema_paths,
+    tool_result,
+)
+
+T = TypeVar("T")
+
+__all__ = [
+    "DEEP_NESTING",
+    "FAULTS",
+    "LONE_SURROGATES",
+    "MCP_DEFECTS",
+    "REPLY_DEFECTS",
+    "SPECIAL_KEYS",
+    "STATS",
+    "Broken",
+    "DifferentialTarget",
+    "Divergence",
+    "Example",
+    "ExampleSession",
+    "Fault",
+    "HypothesisDraw",
+    "Plan",
+    "RandomDraw",
+    "Subject",
+    "TokenMap",
+    "UnsupportedByTarget",
+    "available",
+    "blocker_combinations",
+    "bridge_replies",
+    "broken_candidates",
+    "cancel_details",
+    "canonical",
+    "case_from_calls",
+    "catalog_instances",
+    "catalog_schema",
+    "close_runs",
+    "contexts",
+    "core_candidates",
+    "data_candidates",
+    "error_code",
+    "faults_for",
+    "generated_instances",
+    "is_bridge_reply",
+    "issue_paths",
+    "keys",
+    "leaves",
+    "make_target",
+    "malformed_requests",
+    "mcp_tool_results",
+    "payload_sources",
+    "plans",
+    "pointer_tokens",
+    "requests",
+    "schema_paths",
+    "schemas",
+    "step_of",
+    "tool_result",
+    "wrong_type_values",
+]
+
+
+def keys() -> st.SearchStrategy[str]:
+    """Object keys, the JSON Pointer edge cases (``~``, ``/``, ``~1``, ``""``) first."""
+    return _generated(_impl.key)
+
+
+def pointer_tokens() -> st.SearchStrategy[list[str]]:
+    """Reference tokens of a pointer: edge-case keys and arbitrary text (lone surrogates too)."""
+    return st.lists(st.one_of(keys(), st.text()), max_size=6)
+
+
+def schemas(max_fields: int = 4, max_depth: int = 2) -> st.SearchStrategy[dict[str, Any]]:
+    """Definitions in the supported subset whose values the other strategies can generate."""
+    return _generated(_impl.schema, max_fields, max_depth)
+
+
+def contexts() -> st.SearchStrategy[Any]:
+    """A ``context`` member value: null, a background text, or messages with roles."""
+    return _generated(_impl.context_value)
+
+
+def plans(instance: str, definition: dict[str, Any] | None = None, allow_empty_selection: bool = False,
+          complete: bool = False) -> st.SearchStrategy[Plan]:  # fmt: skip
+    """A prepare request for ``instance`` and the data a truthful model would extract from it.
+
+    ``definition`` defaults to the catalog schema of ``instance``; ``complete`` puts every
+    key the selected schema declares into the data (every optional one, arrays non-empty).
+    """
+    schema = catalog_schema(instance) if definition is None else definition
+    return _generated(_impl.plan_request, instance, schema, allow_empty_selection, complete)
+
+
+def requests(instance: str = "default", definition: dict[str, Any] | None = None) -> st.SearchStrategy[dict[str, Any]]:
+    """Valid prepare requests (input, context, fields) for ``instance``."""
+    return plans(instance, definition, allow_empty_selection=True).map(lambda plan: plan.request)
+
+
+def blocker_combinations() -> st.SearchStrategy[tuple[bool, bool, bool]]:
+    """Which of clarification, confirmation and condition reasons are present."""
+    return st.tuples(st.booleans(), st.booleans(), st.booleans())
+
+
+def core_candidates(items: int | None = None, combinations: Sequence[tuple[bool, bool, bool]] | None = None
+                    ) -> st.SearchStrategy[dict[str, Any]]:  # fmt: skip
+    """Valid core candidates; ``combinations`` fixes the blockers of each intent in order."""
+    return _generated(_impl.core_candidate, items, combinations)
+
+
+def data_candidates(payload: dict[str, Any], data: dict[str, Any] | None = None) -> st.SearchStrategy[dict[str, Any]]:
+    """Valid data candidates for a data task ``payload`` (decoded), returning ``data`` if given."""
+    return _generated(_impl.data_candidate, payload, data)
+
+
+def broken_candidates(subject: Subject, faults: Sequence[str] | None = None, include_heavy: bool = False
+                      ) -> st.SearchStrategy[tuple[str, Broken]]:  # fmt: skip
+    """``(fault name, Broken)``: the subject's candidate broken in one named way."""
+    names = [n for n in (faults or faults_for(subject, include_heavy)) if FAULTS[n].applies(subject)]
+    if not names:
+        raise ValueError("no fault applies to this candidate")
+    return _generated(_impl.broken, subject, names)
+
+
+def cancel_details(total_bytes: int) -> st.SearchStrategy[str]:
+    """Details of exactly ``total_bytes`` UTF-8 bytes (lone surrogates count 3, D-LIM-006)."""
+    return _generated(_impl.detail_with_bytes, total_bytes)
+
+
+def malformed_requests(op: str, **ids: Any) -> st.SearchStrategy[tuple[str, Any]]:
+    """``(defect, request)`` for ``op`` (prepare / accept / cancel), wrong in one named way."""
+    return _generated(lambda d: _impl.malformed_request(d, op, **ids))
+
+
+def wrong_type_values() -> st.SearchStrategy[Any]:
+    return _generated(_impl.wrong_type_value)
+
+
+def bridge_replies(valid: bool = True) -> st.SearchStrategy[Any]:
+    """Real replies of the reference; with ``valid=False``, ``(defect, requirement, value)``."""
+    if valid:
+        return _generated(_impl.reference_reply)
+    return _generated(lambda d: _impl.malformed_reply(d, _impl.reference_reply(d)))
+
+
+def mcp_tool_results(valid: bool = True) -> st.SearchStrategy[Any]:
+    """CallToolResult objects (content, structuredContent, isError); malformed ones as ``(defect, requirement, value)``."""
+    if valid:
+        return _generated(lambda d: tool_result(_impl.reference_reply(d)))
+    return _generated(lambda d: _impl.malformed_tool_result(d, _impl.reference_reply(d)))
+
+
+def _generated(generator: Callable[..., T], *args: Any) -> st.SearchStrategy[T]:
+    """``generator(draw, *args)`` as a strategy: each of its choices is a native Hypothesis draw."""
+
+    @st.composite
+    def strategy(draw: Any) -> T:
+        return generator(HypothesisDraw(draw), *args)
+
+    return strategy()

@@ -1,0 +1,313 @@
+"""Helpers for the MCP adapter tests: the installed console script, real SDK clients.
+
+Nothing here mocks the SDK or the Bridge: stdio tests spawn the ``intent-runtime-mcp``
+console script installed next to the running interpreter, HTTP tests run it with
+``--http 127.0.0.1:0`` and talk to it over loopback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp_types import CallToolResult
+
+SCRIPT = Path(sys.executable).with_name("intent-runtime-mcp")
+
+ORDER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"orderId": {"type": "string", "description": "当前请求中的订单编号，保留前导零。"}},
+    "required": ["orderId"],
+    "additionalProperties": False,
+}
+CONFIG: dict[str, Any] = {
+    "instances": {
+        "orders": {"language": "zh-CN", "schema": ORDER_SCHEMA, "repairAttempts": 1},
+        "default": {"language": "zh-CN"},
+    }
+}
+
+# (Client mode, protocol version it must end up speaking): the 2025 handshake era, and
+# the 2026-07-28 stateless era the SDK client picks by default.
+ERAS = [
+    pytest.param("legacy", "2025-11-25", id="2025-handshake"),
+    pytest.param("auto", "2026-07-28", id="2026-07-28"),
+]
+
+
+def script() -> str:
+    # Fail, never skip: the suite is about the installed command (`pip install -e .`).
+    assert SCRIPT.exists(), f"{SCRIPT} is missing: install the project into this interpreter's environment"
+    return str(SCRIPT)
+
+
+def script_env() -> dict[str, str]:
+    # The whole environment, so the child imports intentref exactly as this interpreter does.
+    return {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+
+def stdio_params(config_file: Path, *extra: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=script(), args=["--config", str(config_file), *extra], env=script_env()
+    )
+
+
+def reply_of(result: CallToolResult) -> dict[str, Any]:
+    """The BridgeReply of a tool result, after checking every envelope rule (seed 000 "MCP 外层返回").
+
+    spec: R-ENV-001, R-ENV-002, R-ENV-003, R-ENV-005 -- and it unwraps as a host should
+    (R-ENV-007): the reply is read from structuredContent and its kind checked.
+    """
+    assert len(result.content) == 1
+    block = result.content[0]
+    assert block.type == "text"
+    reply = result.structured_content
+    assert isinstance(reply, dict)
+    assert reply["kind"] in ("task", "result", "error")
+    assert json.loads(block.text) == reply
+    assert block.text == json.dumps(reply, ensure_ascii=False, separators=(",", ":"))
+    assert result.is_error is (reply["kind"] == "error")
+    return reply
+
+
+class ServerProcess:
+    """The console script as a child process, its stderr collected by a thread."""
+
+    def __init__(self, *args: str, stdin: int | None = subprocess.PIPE) -> None:
+        self.proc = subprocess.Popen(
+            [script(), *args],
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=script_env(),
+        )
+        self._stderr: list[bytes] = []
+        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader.start()
+
+    def _drain(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self._stderr.append(line)
+
+    @property
+    def stderr(self) -> str:
+        return b"".join(self._stderr).decode("utf-8", "replace")
+
+    def wait_for_stderr(self, pattern: str, timeout: float = 30.0) -> re.Match[str]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = re.search(pattern, self.stderr)
+            if found:
+                return found
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.02)
+        raise AssertionError(f"no {pattern!r} on stderr; exit {self.proc.poll()}; stderr:\n{self.stderr}")
+
+    def stop(self, signum: int = signal.SIGTERM, timeout: float = 15.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signum)
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(
+                f"the server did not stop on signal {signum}; stderr:\n{self.stderr}"
+            ) from None
+        self._reader.join(timeout=5)
+        return code
+
+
+ORDER_INPUT = "查询订单 000123"
+ORDER_CORE: dict[str, Any] = {
+    "normalizedInput": "查询订单 000123。",
+    "primaryIntent": "查询订单 000123",
+    "requirements": [],
+    "prohibitions": [],
+    "intents": [
+        {
+            "action": "query",
+            "target": "订单 000123",
+            "requirements": [],
+            "blockers": {
+                "clarificationReason": None,
+                "questions": [],
+                "confirmationReason": None,
+                "conditionReason": None,
+            },
+        }
+    ],
+}
+ORDER_DATA: dict[str, Any] = {
+    "data": {"orderId": "000123"},
+    "evidence": [
+        {"path": "/data/orderId", "mode": "exact", "sources": [{"sourceId": "input", "quote": "000123"}]}
+    ],
+    "descriptionChecks": [
+        {
+            "path": "/data/orderId",
+            "verdict": "satisfied",
+            "explanation": "输入明确提供精确订单编号。",
+            "sources": [{"sourceId": "input", "quote": "000123"}],
+        }
+    ],
+    "fieldResults": [{"path": "/data/orderId", "status": "extracted", "explanation": "输入明确提供编号。"}],
+    "issues": [],
+}
+MISSING_ORDER_DATA: dict[str, Any] = {
+    "data": {},
+    "evidence": [],
+    "descriptionChecks": [],
+    "fieldResults": [{"path": "/data/orderId", "status": "issue", "explanation": "没有提供订单编号。"}],
+    "issues": [
+        {
+            "code": "DATA_REQUIRED_MISSING",
+            "category": "business_information",
+            "path": "/data/orderId",
+            "message": "请提供订单编号。",
+        }
+    ],
+}
+ORDER_RESULT_DATA = {"orderId": "000123"}
+
+
+def text(value: Any) -> str:
+    """A candidate as a host sends it: JSON.stringify of the object."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+async def call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    result: CallToolResult = await client.call_tool(tool, arguments)
+    return reply_of(result)
+
+
+async def prepare_order(client: Client, input_text: str = ORDER_INPUT) -> dict[str, Any]:
+    reply = await call(client, "intent_prepare", {"instance": "orders", "input": input_text})
+    assert reply["kind"] == "task", reply
+    assert reply["stage"] == "core"
+    return reply
+
+
+async def accept(client: Client, task: dict[str, Any], candidate: Any) -> dict[str, Any]:
+    candidate_text = candidate if isinstance(candidate, str) else text(candidate)
+    args = {"jobId": task["jobId"], "stepToken": task["stepToken"], "candidateText": candidate_text}
+    return await call(client, "intent_accept", args)
+
+
+async def order_flow(client: Client) -> dict[str, Any]:
+    """Seed 000's order example end to end: core task, core candidate, data task, data candidate."""
+    core_task = await prepare_order(client)
+    data_task = await accept(client, core_task, ORDER_CORE)
+    assert data_task["kind"] == "task", data_task
+    assert data_task["stage"] == "data"
+    assert data_task["format"] == {"kind": "json_object"}
+    assert (data_task["jobId"], data_task["stepToken"]) != (core_task["jobId"], core_task["stepToken"])
+    payload = json.loads(data_task["payload"])
+    assert payload["currentInput"] == ORDER_INPUT
+    assert payload["selectedFields"] == ["orderId"]
+    final = await accept(client, data_task, ORDER_DATA)
+    assert final["kind"] == "result", final
+    assert final["result"]["data"] == ORDER_RESULT_DATA  # spec: R-RES-003 -- at structuredContent.result
+    assert final["result"]["input"] == ORDER_INPUT
+    return final
+
+
+PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+CLIENT_CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
+
+
+def modern_meta() -> dict[str, Any]:
+    """The per-request envelope a 2026-07-28 client puts in every request's _meta."""
+    return {PROTOCOL_VERSION_KEY: "2026-07-28", CLIENT_CAPABILITIES_KEY: {}}
+
+
+class RawStdio(ServerProcess):
+    """The console script driven with hand-written JSON-RPC lines (ASCII JSON, escapes kept)."""
+
+    def __init__(self, *args: str) -> None:
+        super().__init__(*args)
+        self.lines: list[bytes] = []
+        self._stdout_reader = threading.Thread(target=self._read_stdout, daemon=True)
+        self._stdout_reader.start()
+        self._next_id = 0
+
+    def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line)
+
+    def send(self, message: dict[str, Any] | str) -> None:
+        line = (
+            message if isinstance(message, str) else json.dumps(message)
+        )  # ensure_ascii keeps \\ud800 escapes
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line.encode("ascii") + b"\n")
+        self.proc.stdin.flush()
+
+    def response(self, request_id: int, timeout: float = 30.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        seen = 0
+        while time.monotonic() < deadline:
+            for raw in self.lines[seen:]:
+                seen += 1
+                message = json.loads(raw)
+                if message.get("id") == request_id:
+                    return message  # type: ignore[no-any-return]
+            time.sleep(0.01)
+        raise AssertionError(f"no response to request {request_id}; stderr:\n{self.stderr}")
+
+    def request(self, method: str, params: dict[str, Any], *, modern: bool) -> dict[str, Any]:
+        self._next_id += 1
+        if modern:
+            params = {**params, "_meta": modern_meta()}
+        self.send({"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params})
+        return self.response(self._next_id)
+
+    def handshake(self, *, modern: bool) -> None:
+        if modern:
+            return  # the 2026-07-28 era has no handshake: each request carries its envelope
+        reply = self.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+            modern=False,
+        )
+        assert reply["result"]["protocolVersion"] == "2025-11-25"
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def close_stdin(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+
+    def finish(self, timeout: float = 15.0) -> int:
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"the server did not exit; stderr:\n{self.stderr}") from None
+        self._stdout_reader.join(timeout=5)
+        self._reader.join(timeout=5)
+        return code
+
+    def assert_stdout_is_protocol(self) -> None:
+        # spec: R-SRV-009 -- every byte on stdout belongs to a JSON-RPC message.
+        for raw in self.lines:
+            assert raw.endswith(b"\n"), raw[:200]
+            message = json.loads(raw)
+            assert message.get("jsonrpc") == "2.0", raw[:200]
