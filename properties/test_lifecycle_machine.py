@@ -52,6 +52,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         self.sessions: list[ist.ExampleSession] = [self.example.session()]
         self.jobs: list[dict[str, Any]] = []  # the model: plain dicts, one per job
         self.tokens: set[str] = set()
+        self._mcp = type(self).target.transport == "mcp"  # MCP tool arguments are always objects
 
     def teardown(self) -> None:
         self.example.__exit__(None, None, None)
@@ -115,7 +116,7 @@ class LifecycleMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def prepare_malformed(self, data: st.DataObject) -> None:
         index = data.draw(st.sampled_from(self._open_sessions()))
-        defect, request = data.draw(ist.malformed_requests("prepare"))
+        defect, request = data.draw(ist.malformed_requests("prepare", objects_only=self._mcp))
         reply = self.sessions[index].prepare(request)
         assert reply["kind"] == "error", (defect, reply)  # spec: R-LIF-001
 
@@ -161,7 +162,8 @@ class LifecycleMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def accept_malformed(self, data: st.DataObject) -> None:
         job = data.draw(st.sampled_from(self._jobs(active=True)))
-        defect, request = data.draw(ist.malformed_requests("accept", job_id=job["id"], step_token=job["token"]))
+        defect, request = data.draw(ist.malformed_requests("accept", job_id=job["id"], step_token=job["token"],
+                                                           objects_only=self._mcp))  # fmt: skip
         reply = self._session(job).accept(request)
         assert reply["kind"] == "error", (defect, reply)
         self._still_usable(job, reply)
@@ -235,7 +237,7 @@ class LifecycleMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def cancel_malformed(self, data: st.DataObject) -> None:
         job = data.draw(st.sampled_from(self._jobs(active=True)))
-        defect, request = data.draw(ist.malformed_requests("cancel", job_id=job["id"]))
+        defect, request = data.draw(ist.malformed_requests("cancel", job_id=job["id"], objects_only=self._mcp))
         reply = self._session(job).cancel(request)
         assert reply["kind"] == "error", (defect, reply)
         self._still_usable(job, reply)

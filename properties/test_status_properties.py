@@ -82,3 +82,14 @@ def test_every_blocker_combination_in_one_candidate(intentref_target: Any) -> No
                         "needs_clarification", "needs_clarification", "needs_clarification", "needs_clarification"]  # fmt: skip
     assert result["intents"][7]["reason"] == "澄清\n确认\n条件"
     assert result["intents"] == [expected_item(i, item) for i, item in enumerate(candidate["intents"])]
+
+
+@given(request=ist.requests("order"), member=st.sampled_from(["context", "fields"]))
+def test_null_members_mean_absent(intentref_target: Any, request: dict[str, Any], member: str) -> None:
+    # D-REQ-004, D-REQ-005 -- null context and null fields are read as absent (spec: R-BRG-019, R-FLD-001).
+    with ist.Example(intentref_target, requirements=("R-BRG-019", "R-FLD-001")) as ex:
+        session = ex.session()
+        absent = session.prepare({k: v for k, v in request.items() if k != member})
+        null = session.prepare({**request, member: None})
+    assert absent["kind"] == null["kind"] == "task", (absent, null)
+    assert absent["payload"] == null["payload"]

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import importlib
 import json
 import os
 import re
@@ -51,32 +50,41 @@ def is_bridge_reply(value: Any) -> bool:
 # --------------------------------------------------------------------------- targets from specs
 
 
-def make_target(spec: str) -> Target:
-    """``in-process``, ``stdio:COMMAND``, ``http:URL``, ``harness:COMMAND`` or ``python:MODULE:ATTR``."""
+def make_target(spec: str, era: str = "2026", timeout: float = 30.0) -> Target:
+    """A Target from the conformance runner's spec language.
+
+    ``in-process``, ``reference`` (the bundled server over stdio; ``stdio:reference`` too),
+    ``stdio:COMMAND`` (``--config {config}`` is appended when COMMAND has no ``{config}``),
+    ``http:URL``, ``http-reference``, ``harness:COMMAND`` or ``python:MODULE:ATTR``.
+    """
+    from .conformance.cli import make_target as conformance_target
+
     kind, _, rest = spec.partition(":")
-    if kind in ("in-process", "inprocess", "reference"):
-        return InProcessTarget()
-    if kind == "python":
-        module, _, attr = rest.rpartition(":")
-        made = getattr(importlib.import_module(module), attr)
-        return made() if callable(made) and not hasattr(made, "open") else made  # type: ignore[no-any-return]
-    if kind == "stdio":
-        from .conformance import mcp_targets
+    if kind in ("inprocess", "reference-in-process"):
+        spec = "in-process"
+    elif kind == "stdio" and rest.strip() == "reference":
+        spec = "reference"
+    elif kind == "stdio" and "{config}" not in rest:  # the seeds' CLI takes its instances file as --config FILE
+        spec = f"stdio:{rest} --config {{config}}"
+    target, release = conformance_target(spec, era, timeout)
+    return target if release == getattr(target, "close", None) else _Released(target, release)
 
-        if rest.strip() == "reference":  # the bundled server, forked from a pre-imported parent
-            return mcp_targets.StdioTarget.reference()
-        if "{config}" not in rest:  # the seeds' CLI takes its instances file as --config FILE
-            rest += " --config {config}"
-        return mcp_targets.StdioTarget(rest)
-    if kind == "http":
-        from .conformance import mcp_targets
 
-        return mcp_targets.HttpTarget(rest)
-    if kind == "harness":
-        from .conformance import harness
+class _Released:
+    """A target whose release does more than ``close`` (``http-reference`` also stops its server)."""
 
-        return harness.HarnessTarget(rest)
-    raise ValueError(f"unknown target {spec!r}: use in-process, stdio:CMD, http:URL, harness:CMD or python:MOD:ATTR")
+    def __init__(self, target: Target, release: Any) -> None:
+        self.target, self._release = target, release
+        self.name, self.transport = target.name, target.transport
+
+    def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
+        return self.target.unsupported(bridge_options)
+
+    def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run:
+        return self.target.open(instances, bridge_options)
+
+    def close(self) -> None:
+        self._release()
 
 
 # --------------------------------------------------------------------------- shared runs
@@ -284,8 +292,10 @@ def catalog_instances(target: Any = None) -> dict[str, Any]:
 
 
 def takes_instances(target: Any) -> bool:
-    inner = getattr(target, "target", target)  # a DifferentialTarget's own target
-    return not type(inner).__name__.startswith("Http")
+    """False for a server configured before the run (HTTP): it serves instances.json only."""
+    while hasattr(target, "target"):  # a DifferentialTarget's or a wrapper's own target
+        target = target.target
+    return not type(target).__name__.startswith("Http")
 
 
 def available(target: Any, names: list[str]) -> list[str]:
@@ -346,6 +356,19 @@ class TokenMap:
         return out
 
 
+def well_formed_json(value: Any) -> Any:
+    """``value`` with lone surrogates as U+FFFD, keys included: what any UTF-8 transport delivers (D-MCP-008)."""
+    from .limits import well_formed
+
+    if isinstance(value, str):
+        return value if is_well_formed(value) else well_formed(value)
+    if isinstance(value, dict):
+        return {well_formed_json(k): well_formed_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [well_formed_json(v) for v in value]
+    return value
+
+
 def canonical(value: Any) -> str:
     """Type-strict JSON equality: true is not 1, 1 is not 1.0 (as a JavaScript host writes them)."""
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=True)
@@ -360,7 +383,7 @@ def differences(expected: Any, actual: Any, path: str = "") -> list[str]:
         for key in expected:
             sub = f"{path}/{escape_token(key)}"
             out += differences(expected[key], actual[key], sub) if key in actual else [f"{sub}: missing"]
-        out += [f"{path}/{escape_token(k)}: unexpected member" for k in actual if k not in expected]
+        out += [f"{path}/{escape_token(k)}: unexpected member {_short(actual[k])}" for k in actual if k not in expected]
         return out
     if isinstance(expected, list) and isinstance(actual, list) and len(expected) == len(actual):
         return [m for i, (e, a) in enumerate(zip(expected, actual, strict=True)) for m in differences(e, a, f"{path}/{i}")]
@@ -474,7 +497,7 @@ class DifferentialTarget:
 
     def __init__(self, target: Target, reference: Target | None = None) -> None:
         self.target = target
-        self.reference = reference or InProcessTarget()
+        self.reference = reference or reference_for(target)
         self.name = f"{target.name} (differential)"
         self.transport = target.transport
 
@@ -492,6 +515,20 @@ class DifferentialTarget:
 
     def close(self) -> None:
         self.target.close()
+
+
+def reference_for(target: Target) -> Target:
+    """The reference as ``target``'s transport presents it.
+
+    An MCP target is compared with the reference Bridge behind the reference MCP tool layer
+    (arguments checked against the inputSchema, D-MCP-006; replies made well-formed,
+    D-MCP-008), everything else with the Bridge itself.
+    """
+    if target.transport == "mcp":
+        from .conformance.faulty import McpModelTarget
+
+        return McpModelTarget()
+    return InProcessTarget()
 
 
 # --------------------------------------------------------------------------- conformance cases

@@ -345,13 +345,15 @@ class Plan:
 
 
 def context(d: Draw, segments: list[str]) -> tuple[Any, list[str]]:
-    """A context value (absent, null, text or messages); some segments move into messages."""
-    kind = d.integer(0, 4)
+    """A context value (absent, text or messages); some segments move into messages.
+
+    Never null: the wire form omits an absent member (D-MCP-006 validates against a schema
+    without null), even though the Bridge reads null as absent (D-REQ-004).
+    """
+    kind = d.integer(0, 3)
     if kind == 0:
         return _ABSENT, segments
     if kind == 1:
-        return None, segments
-    if kind == 2:
         return sentence(d), segments
     messages: list[dict[str, str]] = []
     left: list[str] = []
@@ -367,9 +369,9 @@ def context(d: Draw, segments: list[str]) -> tuple[Any, list[str]]:
 
 
 def context_value(d: Draw) -> Any:
-    """A context member that is present: null, a text, or messages."""
+    """A context member that is present: a text, or messages."""
     value_, _ = context(d, [])
-    return None if value_ is _ABSENT else value_
+    return sentence(d) if value_ is _ABSENT else value_
 
 
 class _Absent:
@@ -381,10 +383,9 @@ _ABSENT: Final = _Absent()
 
 
 def selection(d: Draw, fields: Sequence[str]) -> tuple[Any, tuple[str, ...]]:
-    """A ``fields`` member (absent, null, a list, maybe with repeats) and what it selects."""
-    kind = d.integer(0, 3)
-    if kind <= 1 or not fields:
-        return (_ABSENT if kind == 0 else None), tuple(fields)  # spec: R-FLD-001
+    """A ``fields`` member (absent, or a list maybe with repeats) and what it selects."""
+    if d.integer(0, 2) == 0 or not fields:
+        return _ABSENT, tuple(fields)  # spec: R-FLD-001
     chosen = subset(d, fields) or [fields[0]]
     written = list(reversed(chosen)) if d.boolean() else list(chosen)
     if d.boolean():
@@ -406,7 +407,10 @@ def plan_request(d: Draw, instance: str, definition: dict[str, Any], allow_empty
     segments = [v for _, v in leaves(data) if isinstance(v, str) and v.strip()]
     segments += [json.dumps(v) for _, v in leaves(data) if isinstance(v, bool | int | float)]
     context_value, in_input = context(d, segments)
-    request: dict[str, Any] = {"instance": instance, "input": " ".join([sentence(d), *in_input])}
+    text = " ".join([sentence(d), *in_input])
+    if d.integer(0, 4) == 0:  # the input is kept exactly as received, surrounding space too (R-RES-015)
+        text = d.choice([" ", "\n", "\u3000", "  "]) + text + d.choice(["", " ", "\t"])
+    request: dict[str, Any] = {"instance": instance, "input": text}
     if context_value is not _ABSENT:
         request["context"] = context_value
     if fields_member is not _ABSENT:
@@ -1164,10 +1168,9 @@ def token(d: Draw) -> str:
 
 # --------------------------------------------------------------------------- malformed requests
 
-def _bad_prepare(d: Draw, instance: str, heavy: bool) -> tuple[str, Any]:
+def _bad_prepare(d: Draw, instance: str, heavy: bool, objects_only: bool) -> tuple[str, Any]:
     base = {"instance": instance, "input": sentence(d)}
     options: list[tuple[str, Any]] = [
-        ("prepare.not_an_object", d.choice([[], "request", None, 7])),
         ("prepare.instance_missing", {"input": base["input"]}),
         ("prepare.instance_not_string", {**base, "instance": d.choice([7, None, ["default"]])}),
         ("prepare.instance_unknown", {**base, "instance": d.choice(["nope", "", "DEFAULT"])}),
@@ -1183,28 +1186,30 @@ def _bad_prepare(d: Draw, instance: str, heavy: bool) -> tuple[str, Any]:
         ("prepare.fields_unknown", {**base, "fields": [d.choice(["nope", "orders/0", "/data"])]}),
         ("prepare.unknown_member", {**base, d.choice(["Input", "extra", "a/b"]): 1}),
     ]
+    if not objects_only:
+        options.append(("prepare.not_an_object", d.choice([[], "request", None, 7])))
     if heavy:
         options.append(("prepare.input_10mb", {**base, "input": "x" * BIG}))
     return d.choice(options)
 
 
-def _bad_accept(d: Draw, job_id: str, step_token: str, heavy: bool) -> tuple[str, Any]:
+def _bad_accept(d: Draw, job_id: str, step_token: str, heavy: bool, objects_only: bool) -> tuple[str, Any]:
     base = {"jobId": job_id, "stepToken": step_token, "candidateText": "{}"}
     member = d.choice(["jobId", "stepToken", "candidateText"])
     options: list[tuple[str, Any]] = [
-        ("accept.not_an_object", d.choice([[], "accept", None, 0])),
         ("accept.member_missing", {k: v for k, v in base.items() if k != member}),
         ("accept.member_not_string", {**base, member: d.choice([None, 1, [], {}, False])}),
         ("accept.unknown_member", {**base, d.choice(["extra", "stage", "~"]): "x"}),
     ]
+    if not objects_only:
+        options.append(("accept.not_an_object", d.choice([[], "accept", None, 0])))
     if heavy:
         options.append(("accept.candidate_10mb", {**base, "candidateText": "x" * BIG}))
     return d.choice(options)
 
 
-def _bad_cancel(d: Draw, job_id: str, heavy: bool) -> tuple[str, Any]:
+def _bad_cancel(d: Draw, job_id: str, heavy: bool, objects_only: bool) -> tuple[str, Any]:
     options: list[tuple[str, Any]] = [
-        ("cancel.not_an_object", d.choice([[], "cancel", None, 1])),
         ("cancel.job_id_missing", {"outcome": "cancelled"}),
         ("cancel.job_id_not_string", {"jobId": d.choice([None, 5, []])}),
         ("cancel.outcome_unknown", {"jobId": job_id, "outcome": d.choice(["done", None, "", "Cancelled", 1])}),
@@ -1212,19 +1217,25 @@ def _bad_cancel(d: Draw, job_id: str, heavy: bool) -> tuple[str, Any]:
         ("cancel.detail_oversize", {"jobId": job_id, "detail": detail_with_bytes(d, DETAIL_LIMIT + 1)}),
         ("cancel.unknown_member", {"jobId": job_id, d.choice(["reason", "Outcome"]): "x"}),
     ]
+    if not objects_only:
+        options.append(("cancel.not_an_object", d.choice([[], "cancel", None, 1])))
     if heavy:
         options.append(("cancel.detail_10mb", {"jobId": job_id, "detail": "x" * BIG}))
     return d.choice(options)
 
 
 def malformed_request(d: Draw, op: str, *, instance: str = "default", job_id: str = "no-such-job",
-                      step_token: str = "no-such-step", heavy: bool = False) -> tuple[str, Any]:  # fmt: skip
-    """(defect, request): a request wrong in one named way; every target must answer an error reply."""
+                      step_token: str = "no-such-step", heavy: bool = False,
+                      objects_only: bool = False) -> tuple[str, Any]:  # fmt: skip
+    """(defect, request): a request wrong in one named way; every target must answer an error reply.
+
+    ``objects_only`` leaves out requests that are not objects: MCP tool arguments always are.
+    """
     if op == "prepare":
-        return _bad_prepare(d, instance, heavy)
+        return _bad_prepare(d, instance, heavy, objects_only)
     if op == "accept":
-        return _bad_accept(d, job_id, step_token, heavy)
-    return _bad_cancel(d, job_id, heavy)
+        return _bad_accept(d, job_id, step_token, heavy, objects_only)
+    return _bad_cancel(d, job_id, heavy, objects_only)
 
 
 def wrong_type_value(d: Draw) -> Json:

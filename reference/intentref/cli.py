@@ -59,6 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     for command in (properties_cli, fuzz, check):
         command.add_parser(sub)
+
+    from .conformance import cli as conformance_cli  # argparse only; the runner loads when run
+
+    p = sub.add_parser("conformance", help="run the conformance suite against a target",
+                       description=conformance_cli.__doc__.splitlines()[0] if conformance_cli.__doc__ else None)  # fmt: skip
+    conformance_cli.add_arguments(p)
     return parser
 
 

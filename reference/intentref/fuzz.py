@@ -33,7 +33,7 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -156,7 +156,7 @@ def _verdict(reply: dict[str, Any]) -> dict[str, Any]:
 
 
 def candidate_case(rng: random.Random, case_id: str, heavy: bool) -> dict[str, Any]:
-    from ._property_targets import Call, case_from_calls, catalog_instances, text_spec
+    from ._property_targets import Call, case_from_calls, catalog_instances, text_spec, well_formed_json
     from ._strategies_impl import (
         FAULTS,
         RandomDraw,
@@ -179,7 +179,7 @@ def candidate_case(rng: random.Random, case_id: str, heavy: bool) -> dict[str, A
 
     def call(op: str, args: dict[str, Any]) -> dict[str, Any]:
         reply: dict[str, Any] = getattr(session, op)(args)
-        calls.append(Call("main", op, args, reply))
+        calls.append(Call("main", op, args, well_formed_json(reply)))  # as any transport delivers it
         return reply
 
     try:
@@ -212,10 +212,10 @@ def candidate_case(rng: random.Random, case_id: str, heavy: bool) -> dict[str, A
         "fault": fault,
         "instance": name,
         "instances": {name: instances[name]},
-        "task": _placeholders(task, tokens),
+        "task": _placeholders(well_formed_json(task), tokens),
         "candidateText": text_spec(text),
         "expected": _verdict(reply),
-        "reply": _placeholders(reply, tokens),
+        "reply": _placeholders(well_formed_json(reply), tokens),
         "steps": case_from_calls(calls, instances, {}, ("R-BRG-006",))["steps"],
     }
 
@@ -252,17 +252,19 @@ def reply_case(rng: random.Random, case_id: str, heavy: bool) -> dict[str, Any]:
 
 
 def session_case(rng: random.Random, case_id: str, heavy: bool) -> dict[str, Any]:
-    from ._property_targets import Tally, case_from_calls, catalog_instances
+    from ._property_targets import Tally, case_from_calls, catalog_instances, well_formed_json
     from ._strategies_impl import RandomDraw, reference_session
 
     d = RandomDraw(rng)
-    walker = Walker(_ReferenceRun(reference_session), d, Tally(), heavy=heavy)
+    # Objects only: a session case must replay over MCP too, whose tool arguments are objects.
+    walker = Walker(_ReferenceRun(reference_session), d, Tally(), heavy=heavy, objects_only=True)
     try:
         for _ in range(d.integer(3, 10)):
             walker.step()
     finally:
         walker.close()
-    case = case_from_calls(walker.calls, catalog_instances(), {}, ("R-BRG-006", "R-IDM-001"))
+    calls = [replace(c, reply=well_formed_json(c.reply)) for c in walker.calls]  # as any transport delivers them
+    case = case_from_calls(calls, catalog_instances(), {}, ("R-BRG-006", "R-IDM-001"))
     return {"kind": "session", "id": case_id, "instances": case.get("setup", {}).get("instances", {}),
             "instanceNames": case["instances"], "steps": case["steps"]}  # fmt: skip
 
@@ -333,10 +335,12 @@ class Walker:
     everything it found.  ``calls`` is the reference-space log for ``case_from_calls``.
     """
 
-    def __init__(self, run: Any, draw: Any, tally: Any, heavy: bool = False, max_sessions: int = 3) -> None:
+    def __init__(self, run: Any, draw: Any, tally: Any, heavy: bool = False, max_sessions: int = 3,
+                 objects_only: bool = False) -> None:  # fmt: skip
         from ._property_targets import catalog_instances
 
         self.run, self.d, self.tally, self.heavy = run, draw, tally, heavy
+        self.objects_only = objects_only  # MCP tool arguments are always objects
         self.max_sessions = max_sessions
         self.catalog = catalog_instances()
         self.sessions: list[Any] = []
@@ -439,7 +443,8 @@ class Walker:
     def _prepare_malformed(self) -> None:
         from ._strategies_impl import malformed_request
 
-        defect, request = malformed_request(self.d, "prepare", instance=self.d.choice(WALK_INSTANCES), heavy=self.heavy)
+        defect, request = malformed_request(self.d, "prepare", instance=self.d.choice(WALK_INSTANCES), heavy=self.heavy,
+                                            objects_only=self.objects_only)
         reply = self._call(self._session_index(), "prepare", request)
         if reply is not None and reply["kind"] != "error":
             self._fail("mispredictions", f"{defect} was answered {reply['kind']}")
@@ -515,7 +520,8 @@ class Walker:
         job = self._active_job()
         if job is None:
             return
-        defect, request = malformed_request(self.d, "accept", job_id=job.id, step_token=job.token, heavy=self.heavy)
+        defect, request = malformed_request(self.d, "accept", job_id=job.id, step_token=job.token, heavy=self.heavy,
+                                            objects_only=self.objects_only)
         reply = self._call(job.owner, "accept", request)
         if reply is not None and (reply["kind"] != "error" or reply["error"]["code"] not in KEEPS_JOB):
             self._fail("mispredictions", f"{defect} was answered {reply}")
@@ -615,7 +621,8 @@ class Walker:
         job = self._active_job()
         if job is None:
             return
-        defect, request = malformed_request(self.d, "cancel", job_id=job.id, heavy=self.heavy)
+        defect, request = malformed_request(self.d, "cancel", job_id=job.id, heavy=self.heavy,
+                                            objects_only=self.objects_only)
         reply = self._call(job.owner, "cancel", request)
         if reply is not None and (reply["kind"] != "error" or reply["error"]["code"] not in KEEPS_JOB):
             self._fail("mispredictions", f"{defect} was answered {reply}")
@@ -661,6 +668,44 @@ def _loosen(expect: Any) -> Any:
     return {"$subset": {"kind": expect.get("kind")}}
 
 
+class _WellFormedRun:
+    """Replies with lone surrogates as U+FFFD, the form the cases record (any transport's form)."""
+
+    def __init__(self, run: Any) -> None:
+        self._run = run
+
+    def connect(self) -> Any:
+        from ._property_targets import well_formed_json
+        from .conformance.targets import Reply
+
+        inner = self._run.connect()
+
+        class _Session:
+            def _call(self, op: str, request: Any) -> Any:
+                reply = getattr(inner, op)(request)
+                return Reply(well_formed_json(reply.value), reply.text, reply.envelope)
+
+            def prepare(self, request: Any) -> Any:
+                return self._call("prepare", request)
+
+            def accept(self, request: Any) -> Any:
+                return self._call("accept", request)
+
+            def cancel(self, request: Any) -> Any:
+                return self._call("cancel", request)
+
+            def release(self) -> None:
+                getattr(inner, "release", inner.close)()
+
+            def close(self) -> None:
+                inner.close()
+
+        return _Session()
+
+    def close(self) -> None:
+        self._run.close()
+
+
 def replay(folder: Path, spec: str, loose: bool = False) -> int:
     """Run every candidate and session case of ``folder`` against the target; exit 1 on any disagreement."""
     from ._property_targets import make_target
@@ -682,7 +727,7 @@ def replay(folder: Path, spec: str, loose: bool = False) -> int:
             if key not in runs:
                 runs[key] = target.open(instances, {})
             steps = [({**s, "expect": _loosen(s["expect"])} if loose and "expect" in s else s) for s in case["steps"]]
-            outcome = run_case({"id": case["id"], "steps": steps}, runs[key], target.transport)
+            outcome = run_case({"id": case["id"], "steps": steps}, _WellFormedRun(runs[key]), target.transport)
             if outcome.outcome != PASSED:
                 bad += 1
                 where = outcome.mismatches or [outcome.detail]

@@ -24,8 +24,6 @@ from typing import Any, Final, Protocol
 import anyio
 import mcp_types as types
 import uvicorn
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError as SchemaViolation
 from mcp.server import Server
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
@@ -36,7 +34,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError as PydanticValidationError
 from starlette.applications import Starlette
 
-from . import __version__, jsonpointer
+from . import __version__
 from .errors import Issue, error, self_issue
 from .jsontext import dumps_compact
 from .limits import is_well_formed, well_formed
@@ -93,6 +91,7 @@ _PREPARE_SCHEMA: Final[dict[str, Any]] = {
             "description": "Optional earlier conversation: one background text, or messages in order.",
             "anyOf": [
                 {"type": "string"},
+                {"type": "null"},
                 {
                     "type": "array",
                     "items": {
@@ -108,7 +107,7 @@ _PREPARE_SCHEMA: Final[dict[str, Any]] = {
             ],
         },
         "fields": {
-            "type": "array",
+            "type": ["array", "null"],
             "items": {"type": "string"},
             "description": "Top-level schema fields to extract; [] recognizes intents only; omit for all fields.",
         },
@@ -267,8 +266,20 @@ INSTRUCTIONS: Final = (
 )
 
 _TOOL_METHODS: Final = {"intent_prepare": "prepare", "intent_accept": "accept", "intent_cancel": "cancel"}
-_VALIDATORS: Final = {str(tool["name"]): Draft202012Validator(tool["inputSchema"]) for tool in MCP_TOOLS}
 _INPUT_SCHEMAS: Final = {str(tool["name"]): tool["inputSchema"] for tool in MCP_TOOLS}
+
+# D-MCP-015: benchmark-only.  With INTENTREF_BENCH_NOOP_TOOL=1 in the environment when the
+# server is built, it also serves bench_noop, which returns a fixed tiny result without
+# touching the Bridge: the floor `intentref bench --only mcp` measures intent_accept against.
+# Never part of MCP_TOOLS; absent unless the variable is exactly "1".
+BENCH_NOOP_ENV: Final = "INTENTREF_BENCH_NOOP_TOOL"
+BENCH_NOOP_TOOL: Final = "bench_noop"
+_BENCH_NOOP_DECLARATION: Final[dict[str, Any]] = {
+    "name": BENCH_NOOP_TOOL,
+    "description": f"Benchmark floor only ({BENCH_NOOP_ENV}=1): does nothing, returns a fixed result.",
+    "inputSchema": {"type": "object"},
+}
+_BENCH_NOOP_REPLY: Final[dict[str, Any]] = {"kind": "result", "result": {}}
 
 
 # --------------------------------------------------------------------------- one call
@@ -277,69 +288,6 @@ _INPUT_SCHEMAS: Final = {str(tool["name"]): tool["inputSchema"] for tool in MCP_
 def _error_reply(code: str, message: str, issues: list[Issue] | tuple[Issue, ...] = ()) -> dict[str, Any]:
     # The shared error family keeps adapter errors inside the declared code table (D-ERR-001).
     return {"kind": "error", "error": error(code, "bridge", message, issues).to_json()}
-
-
-def _name(path: str) -> str:
-    # "/context/0/role" reads as context/0/role: the pointer, minus its leading slash.
-    tokens = jsonpointer.split(path) or []
-    return "/".join(tokens) if tokens else "arguments"
-
-
-def _issues_for(violation: SchemaViolation) -> list[Issue]:
-    """Issues for one schema violation, without ever quoting the rejected value.
-
-    jsonschema's own messages repr the instance, which for a 10 MB candidateText would put
-    10 MB back on the wire, so each keyword gets its own short sentence (D-MCP-006).
-    """
-    base = jsonpointer.join(violation.absolute_path)
-    keyword = violation.validator
-    instance = violation.instance
-    out: list[Issue] = []
-    if keyword == "required" and isinstance(instance, Mapping):
-        for name in violation.validator_value:
-            if name not in instance:
-                path = f"{base}/{jsonpointer.escape_token(name)}"
-                out.append(Issue("INPUT_INVALID", "input", path, f"{name} is required."))
-    elif keyword == "additionalProperties" and isinstance(instance, Mapping):
-        known = violation.schema.get("properties", {})
-        for key in instance:
-            if key not in known:
-                path = f"{base}/{jsonpointer.escape_token(str(key))}"
-                out.append(
-                    Issue("INPUT_INVALID", "input", path, f"unknown argument {json.dumps(str(key)[:64])}.")
-                )
-    elif keyword == "type":
-        expected = violation.validator_value
-        out.append(Issue("INPUT_INVALID", "input", base, f"{_name(base)} must be of type {expected}."))
-    elif keyword == "enum":
-        allowed = ", ".join(str(v) for v in violation.validator_value)
-        out.append(Issue("INPUT_INVALID", "input", base, f"{_name(base)} must be one of: {allowed}."))
-    elif keyword == "anyOf" and isinstance(instance, list):
-        # context given as messages: report what is wrong inside them, not just "no branch matched".
-        for inner in violation.context or ():
-            if inner.relative_schema_path and inner.relative_schema_path[0] == 1:
-                out.extend(_issues_for(inner))
-    elif keyword == "anyOf":
-        message = f"{_name(base)} must be a string or an array of {{role, content}} messages."
-        out.append(Issue("INPUT_INVALID", "input", base, message))
-    else:
-        out.append(
-            Issue("INPUT_INVALID", "input", base, f"{_name(base)} does not match the tool's input schema.")
-        )
-    return out
-
-
-def _argument_error(tool: str, arguments: Any) -> dict[str, Any] | None:
-    """The INPUT_INVALID reply for arguments outside ``tool``'s inputSchema, else None."""
-    validator = _VALIDATORS[tool]
-    issues: dict[str | None, Issue] = {}
-    for violation in validator.iter_errors(arguments):
-        for issue in _issues_for(violation):
-            issues.setdefault(issue.path, issue)  # one issue per argument, first reason wins
-    if not issues:
-        return None
-    ordered = sorted(issues.values(), key=lambda i: i.path or "")
-    return _error_reply("INPUT_INVALID", f"{tool} arguments do not match its input schema.", ordered)
 
 
 def _is_reply(value: Any) -> bool:
@@ -363,9 +311,9 @@ def call_intent_tool(
                 "BRIDGE_TOOL_NOT_FOUND", message, [self_issue("BRIDGE_TOOL_NOT_FOUND", None, message)]
             )
         args: Any = {} if arguments is None else arguments
-        rejected = _argument_error(name, args)
-        if rejected is not None:
-            return rejected
+        # D-MCP-006: the Bridge judges the arguments itself (its parameter rules are the
+        # declared inputSchema's, tests/mcp/test_schema_agreement.py), so a malformed call
+        # gets the same reply over MCP as through the Bridge API: no decision is made here.
         reply = getattr(session, method)(dict(args))
         if not _is_reply(reply):
             raise TypeError(f"Bridge {method}() returned {type(reply).__name__}, not a BridgeReply")
@@ -431,6 +379,10 @@ def build_intent_mcp_server(
 ) -> Server[Any]:
     """A low-level SDK server exposing MCP_TOOLS; ``resolve_session`` picks each call's session."""
     tools = [types.Tool.model_validate(tool) for tool in MCP_TOOLS]
+    bench_noop = os.environ.get(BENCH_NOOP_ENV) == "1"  # D-MCP-015
+    if bench_noop:
+        tools.append(types.Tool.model_validate(_BENCH_NOOP_DECLARATION))
+        noop_result = tool_result(_BENCH_NOOP_REPLY)
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -449,6 +401,8 @@ def build_intent_mcp_server(
                     "INTERNAL_ERROR", "the intent-runtime service has no session for this connection."
                 )
             )
+        if bench_noop and params.name == BENCH_NOOP_TOOL:
+            return noop_result
         return tool_result(call_intent_tool(session, params.name, params.arguments))
 
     return Server(

@@ -150,7 +150,7 @@ def campaign(spec: str, seed: int, calls: int, heavy: bool, differential: bool) 
                 begin = getattr(run, "begin_example", None)
                 if begin is not None:
                     begin(("R-BRG-006", "R-IDM-001"))
-                walker = Walker(run, draw, tally, heavy=heavy)
+                walker = Walker(run, draw, tally, heavy=heavy, objects_only=target.transport == "mcp")
                 try:
                     for _ in range(EPISODE_CALLS):
                         if tally.total >= calls:

@@ -201,7 +201,11 @@ def cancel_details(total_bytes: int) -> st.SearchStrategy[str]:
 
 
 def malformed_requests(op: str, **ids: Any) -> st.SearchStrategy[tuple[str, Any]]:
-    """``(defect, request)`` for ``op`` (prepare / accept / cancel), wrong in one named way."""
+    """``(defect, request)`` for ``op`` (prepare / accept / cancel), wrong in one named way.
+
+    ``ids``: ``instance``, ``job_id``, ``step_token``, ``heavy`` (10 MB texts) and
+    ``objects_only`` (no non-object requests: what an MCP transport can carry).
+    """
     return _generated(lambda d: _impl.malformed_request(d, op, **ids))
 
 

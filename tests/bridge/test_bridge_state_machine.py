@@ -40,7 +40,7 @@ from intentref.limits import MAX_CANDIDATE_BYTES
 LONG = os.environ.get("INTENTREF_LONG") == "1"
 MIN_STEPS = 50_000 if LONG else 2_000
 SETTINGS = settings(
-    max_examples=1_200 if LONG else 60,
+    max_examples=1_200 if LONG else 45,
     stateful_step_count=60,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
@@ -272,6 +272,19 @@ class BridgeMachine(RuleBasedStateMachine):
         reply = self.sessions[index].accept({"jobId": job_id, "stepToken": token, "candidateText": text})
         self._judge_accept(reply, index, job_id, token, text)
 
+    @precondition(lambda self: any(job.steps for job in self.jobs.values()))
+    @rule(data=st.data())
+    def resubmit(self, data: st.DataObject) -> None:
+        """An identical resubmission of some used step by its owner: the replay path."""
+        self._count()
+        job = data.draw(st.sampled_from([job for job in self.jobs.values() if job.steps]))
+        token = data.draw(st.sampled_from(list(job.steps)))
+        text = job.steps[token][0]
+        reply = self.sessions[job.owner].accept(
+            {"jobId": job.job_id, "stepToken": token, "candidateText": text}
+        )
+        self._judge_accept(reply, job.owner, job.job_id, token, text)
+
     def _judge_accept(self, reply: dict[str, Any], index: int, job_id: str, token: str, text: str) -> None:
         job = self.jobs.get(job_id)
         if index in self.closed or job is None or job.owner != index:
@@ -351,6 +364,10 @@ class BridgeMachine(RuleBasedStateMachine):
     def cancel(self, data: st.DataObject, outcome: str | None, detail: str | None) -> None:
         self._count()
         job_id, job = self._pick_job(data)
+        ended = [job for job in self.jobs.values() if not job.active]
+        if ended and data.draw(st.integers(0, 2)) == 0:  # often a finished job: R-CAN-008
+            job = data.draw(st.sampled_from(ended))
+            job_id = job.job_id
         index = self._pick_session(data, job)
         request: dict[str, Any] = {"jobId": job_id}
         if outcome is not None:

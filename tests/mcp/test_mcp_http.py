@@ -24,9 +24,10 @@ from mcp_support import (
     prepare_order,
 )
 
+# The Bridge reports the first fault of a malformed call (D-MCP-006, D-REQ-006).
 BAD = [
-    ("intent_prepare", {"instance": "orders", "input": 5, "extra": 1}, "INPUT_INVALID", ["/extra", "/input"]),
-    ("intent_accept", {"jobId": "j"}, "INPUT_INVALID", ["/candidateText", "/stepToken"]),
+    ("intent_prepare", {"instance": "orders", "input": 5, "extra": 1}, "INPUT_INVALID", ["/extra"]),
+    ("intent_accept", {"jobId": "j"}, "INPUT_INVALID", ["/stepToken"]),
     ("intent_cancel", {"outcome": "refusal"}, "INPUT_INVALID", ["/jobId"]),
     ("no_such_tool", {}, "BRIDGE_TOOL_NOT_FOUND", [None]),
 ]

@@ -25,33 +25,37 @@ from mcp_support import (
 
 TOOL_NAMES = ["intent_prepare", "intent_accept", "intent_cancel"]
 
-# (tool, arguments, error code, issue paths): each must come back as an error result.
-BAD_CALLS: list[tuple[str, dict[str, Any], str, list[str | None]]] = [
-    ("intent_prepare", {"instance": 7, "input": ["查询"]}, "INPUT_INVALID", ["/input", "/instance"]),
-    ("intent_prepare", {"instance": "orders"}, "INPUT_INVALID", ["/input"]),
-    ("intent_prepare", {"instance": "orders", "input": "x", "bogus": True}, "INPUT_INVALID", ["/bogus"]),
+# (tool, arguments, error code, stage, issue paths): each must come back as an error result,
+# the Bridge's own answer (D-MCP-006): its first fault, at the stage the Bridge gives it.
+BAD_CALLS: list[tuple[str, dict[str, Any], str, str, list[str | None]]] = [
+    ("intent_prepare", {"instance": 7, "input": ["查询"]}, "INPUT_INVALID", "bridge", ["/instance"]),
+    ("intent_prepare", {"instance": "orders"}, "INPUT_INVALID", "input", ["/input"]),
+    ("intent_prepare", {"instance": "orders", "input": "x", "bogus": True}, "INPUT_INVALID", "input", ["/bogus"]),
     (
         "intent_prepare",
         {"instance": "orders", "input": "x", "context": [{"role": "system", "content": "c"}]},
         "INPUT_INVALID",
+        "input",
         ["/context/0/role"],
     ),
     (
         "intent_prepare",
         {"instance": "orders", "input": "x", "fields": "orderId"},
         "INPUT_INVALID",
+        "input",
         ["/fields"],
     ),
-    ("intent_accept", {}, "INPUT_INVALID", ["/candidateText", "/jobId", "/stepToken"]),
+    ("intent_accept", {}, "INPUT_INVALID", "bridge", ["/jobId"]),
     (
         "intent_accept",
         {"jobId": "j", "stepToken": "t", "candidateText": {"a": 1}},
         "INPUT_INVALID",
+        "bridge",
         ["/candidateText"],
     ),
-    ("intent_cancel", {"jobId": "j", "outcome": "later"}, "INPUT_INVALID", ["/outcome"]),
-    ("intent_cancel", {"jobId": None}, "INPUT_INVALID", ["/jobId"]),
-    ("intent_parse", {"input": "x"}, "BRIDGE_TOOL_NOT_FOUND", [None]),
+    ("intent_cancel", {"jobId": "j", "outcome": "later"}, "INPUT_INVALID", "bridge", ["/outcome"]),
+    ("intent_cancel", {"jobId": None}, "INPUT_INVALID", "bridge", ["/jobId"]),
+    ("intent_parse", {"input": "x"}, "BRIDGE_TOOL_NOT_FOUND", "bridge", [None]),
 ]
 
 
@@ -82,11 +86,11 @@ def test_handshake_instructions_and_tools_list(config_file: Path, mode: str, ver
 @pytest.mark.parametrize(("mode", "version"), ERAS)
 def test_bad_calls_are_error_results_and_serving_goes_on(config_file: Path, mode: str, version: str) -> None:
     async def body(client: Client) -> None:
-        for tool, arguments, code, paths in BAD_CALLS:
+        for tool, arguments, code, stage, paths in BAD_CALLS:
             reply = await call(client, tool, arguments)  # call() checks the envelope rules
             assert reply["kind"] == "error", (tool, arguments, reply)
             assert reply["error"]["code"] == code
-            assert reply["error"]["stage"] == "bridge"
+            assert reply["error"]["stage"] == stage
             assert [issue["path"] for issue in reply["error"]["issues"]] == paths
             for issue in reply["error"]["issues"]:
                 assert issue["code"] == code

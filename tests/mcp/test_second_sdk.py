@@ -57,7 +57,10 @@ def test_typescript_sdk_client_runs_the_seed_order_flow(tmp_path: Path) -> None:
     assert done.returncode == 0, stderr
 
     # The TS SDK pinned in package.json, speaking its newest handshake revision.
-    assert summary["sdk"] == {"name": "@modelcontextprotocol/sdk", "version": pinned("@modelcontextprotocol/sdk")}
+    assert summary["sdk"] == {
+        "name": "@modelcontextprotocol/sdk",
+        "version": pinned("@modelcontextprotocol/sdk"),
+    }
     assert summary["protocolVersion"] == "2025-11-25"
     assert summary["server"]["name"] == "intent-runtime"
     assert "tools" in summary["capabilities"]

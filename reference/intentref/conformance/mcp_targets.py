@@ -41,6 +41,7 @@ import mcp_types as types
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from .harness import dumps_wire
 from .mcp_transport import (
@@ -64,6 +65,7 @@ REFERENCE_ARGS: Final = (
     " [--max-replay-bytes {maxReplayBytes}] [--job-ttl-ms {jobTtlMs}] [--replay-ttl-ms {replayTtlMs}]"
 )
 _PLACEHOLDER: Final = re.compile(r"\{([A-Za-z]+)\}")
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _CONFIG_FAULT: Final = re.compile(r"configuration fault: .*?: (?P<code>[A-Z][A-Z0-9_]+): (?P<message>.*)$", re.M)
 
 
@@ -267,6 +269,16 @@ class Connection:
             raise RuntimeError(f"the connection is broken: {self.broken}")
         try:
             result = self._portal.call(self._call, tool, arguments)
+        except MCPError as exc:
+            if exc.code == types.PARSE_ERROR and _has_lone_surrogate(arguments):
+                # The server's JSON-RPC layer refused the escape before any tool ran (the
+                # reference's handshake-era HTTP does, D-MCP-008): the question cannot be
+                # asked over this transport, and the connection goes on (D-CNF-005).
+                raise TargetUnsupported(
+                    f"the server's JSON-RPC layer refused a lone-surrogate escape ({exc.message})"
+                ) from None
+            self.broken = _describe(exc)
+            raise RuntimeError(f"{tool} failed: {self.broken}") from None
         except BaseException as exc:
             self.broken = _describe(exc)
             hint = f" ({self.info.hint()})" if self.info is not None else ""
@@ -288,6 +300,16 @@ class Connection:
         with contextlib.suppress(Exception):
             self._portal.call(stop.set)
             self._holder.result(timeout=3 * CLOSE_GRACE + 5)
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.search(value) is not None
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v) for v in value)
+    return False
 
 
 def _describe(exc: BaseException) -> str:

@@ -1,0 +1,327 @@
+"""``intentref conformance``: run the conformance suite against a target.
+
+    intentref conformance [--in-process | --stdio CMD | --http URL | --http-reference | --harness CMD]
+                          [--era 2026|legacy] [--level normative|all] [--only PAT] [--skip PAT]
+                          [--expected-failures FILE] [--timeout S] [--json F] [--junit F] [--html F]
+    intentref conformance --harness CMD --smoke
+    intentref conformance --write-mjs [--check]
+
+Without a target option the bundled reference server runs over real stdio in the
+2026-07-28 era.  Exit status: 0 when no case failed or errored (unsupported cases are
+not failures; listed expected failures are allowed, stale entries are not), 1 otherwise,
+2 for a usage error.  Only argparse is imported here, so ``intentref --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import platform
+import sys
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+EXIT_OK: Final = 0
+EXIT_FAILED: Final = 1
+EXIT_USAGE: Final = 2
+TARGET_SPECS: Final = "in-process, reference, stdio:COMMAND, http:URL, http-reference, harness:COMMAND, python:MODULE:ATTR"
+
+
+class UsageError(Exception):
+    """A bad option value found after parsing (a template, a baseline file): exit status 2."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    targets = p.add_argument_group("target (default: the bundled reference over stdio)")
+    group = targets.add_mutually_exclusive_group()
+    group.add_argument("--in-process", action="store_true", help="the reference Bridge called directly")
+    group.add_argument(
+        "--stdio",
+        metavar="COMMAND",
+        help="an MCP server started per run with COMMAND; {config} is the instances file, "
+        "{maxJobs} … {replayTtlMs} the Bridge options, [ … ] groups are dropped when unset",
+    )
+    group.add_argument("--http", metavar="URL", help="an MCP server already serving streamable HTTP at URL")
+    group.add_argument("--http-reference", action="store_true", help="the bundled reference over HTTP on 127.0.0.1")
+    group.add_argument("--harness", metavar="COMMAND", help="a JSON-lines harness (conformance/harness.schema.json)")
+    targets.add_argument("--era", choices=("2026", "legacy"), default="2026",
+                         help="MCP era: 2026 (2026-07-28, default) or legacy (initialize handshake)")  # fmt: skip
+    targets.add_argument("--cold-start", action="store_true",
+                         help="default target: start every server process from the console script, not forked")  # fmt: skip
+    targets.add_argument("--smoke", action="store_true", help="with --harness: check the harness protocol only")
+
+    chosen = p.add_argument_group("selection")
+    chosen.add_argument("--level", choices=("normative", "all"), default="all", help="normative: only seed-required cases")
+    chosen.add_argument("--only", action="append", default=[], metavar="PATTERN", help="case ids to run (fnmatch, repeatable)")
+    chosen.add_argument("--skip", action="append", default=[], metavar="PATTERN", help="case ids to leave out (repeatable)")
+    chosen.add_argument("--expected-failures", metavar="FILE", help="case ids expected to fail (JSON or text)")
+    chosen.add_argument("--cases", metavar="DIR", help="fixture folder (default: the bundled conformance/cases)")
+    chosen.add_argument("--timeout", type=float, default=10.0, metavar="S",
+                        help="longest wait for one answer (default 10 s); longer is errored")  # fmt: skip
+
+    out = p.add_argument_group("reports")
+    out.add_argument("--json", dest="json_out", metavar="FILE", help="write the JSON report")
+    out.add_argument("--junit", metavar="FILE", help="write JUnit XML")
+    out.add_argument("--html", metavar="FILE", help="write a self-contained HTML page")
+
+    p.add_argument("--write-mjs", action="store_true", help="maintenance: regenerate conformance/instances.mjs")
+    p.add_argument("--check", action="store_true", help="with --write-mjs: exit 1 if instances.mjs is stale")
+    p.set_defaults(run=run)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="intentref conformance", description=__doc__.splitlines()[0] if __doc__ else None)
+    add_arguments(p)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse printed usage (2) or --help (0)
+        return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
+    return run(args)
+
+
+# --------------------------------------------------------------------------- instances.mjs
+
+
+def instances_mjs() -> str:
+    """``conformance/instances.mjs``: instances.json as the default export the JavaScript CLI loads."""
+    from .targets import load_instances
+
+    body = json.dumps({"instances": load_instances()}, ensure_ascii=False, indent=2)
+    return (
+        "// Generated from instances.json by `intentref conformance --write-mjs`; do not edit.\n"
+        "// The configuration `intent-runtime-mcp --config instances.mjs` loads.\n"
+        f"export default {body};\n"
+    )
+
+
+def _write_mjs(check: bool) -> int:
+    from .._paths import data_dir
+
+    path = data_dir("conformance") / "instances.mjs"
+    text = instances_mjs()
+    if check:
+        if not path.exists() or path.read_text("utf-8") != text:
+            print(f"{path} is stale: run `intentref conformance --write-mjs`", file=sys.stderr)
+            return EXIT_FAILED
+        return EXIT_OK
+    path.write_text(text, "utf-8")
+    print(f"wrote {path}")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- targets
+
+
+def make_target(spec: str, era: str = "2026", timeout: float = 10.0, cold_start: bool = False
+                ) -> tuple[Any, Callable[[], None]]:  # fmt: skip
+    """A target from its spec (``TARGET_SPECS``) and the function that releases it all."""
+    kind, _, rest = spec.partition(":")
+    if kind == "in-process":
+        from .targets import InProcessTarget
+
+        target: Any = InProcessTarget()
+        return target, target.close
+    if kind == "python":
+        import importlib
+
+        module, _, attr = rest.rpartition(":")
+        made = getattr(importlib.import_module(module), attr)
+        target = made() if callable(made) and not hasattr(made, "open") else made
+        return target, target.close
+    if kind == "harness":
+        from .harness import HarnessTarget
+
+        target = HarnessTarget(rest, timeout)
+        return target, target.close
+    from . import mcp_targets
+
+    try:
+        if kind == "reference":
+            target = mcp_targets.StdioTarget.reference(era, timeout, fork=not cold_start)
+            return target, target.close
+        if kind == "stdio":
+            target = mcp_targets.StdioTarget(rest, era, timeout)
+            return target, target.close
+    except ValueError as exc:  # a bad template
+        raise UsageError(str(exc)) from None
+    if kind == "http":
+        target = mcp_targets.HttpTarget(rest, era, timeout)
+        return target, target.close
+    if kind == "http-reference":
+        from .targets import load_instances
+
+        server = mcp_targets.HttpReference(load_instances())
+        target = mcp_targets.HttpTarget(server.url, era, timeout, name=f"reference over HTTP ({era}) at {server.url}")
+
+        def close() -> None:
+            try:
+                target.close()
+            finally:
+                server.close()
+
+        return target, close
+    raise UsageError(f"unknown target {spec!r}; use one of: {TARGET_SPECS}")
+
+
+def _spec(args: argparse.Namespace) -> str:
+    if args.in_process:
+        return "in-process"
+    if args.stdio:
+        return f"stdio:{args.stdio}"
+    if args.http:
+        return f"http:{args.http}"
+    if args.http_reference:
+        return "http-reference"
+    if args.harness:
+        return f"harness:{args.harness}"
+    return "reference"
+
+
+# --------------------------------------------------------------------------- a run
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.write_mjs:
+        return _write_mjs(args.check)
+    if args.check:
+        print("intentref conformance: --check goes with --write-mjs", file=sys.stderr)
+        return EXIT_USAGE
+    if args.smoke:
+        if not args.harness:
+            print("intentref conformance: --smoke checks a harness: give --harness COMMAND", file=sys.stderr)
+            return EXIT_USAGE
+        from .harness import smoke
+
+        return EXIT_OK if smoke(args.harness, args.timeout) else EXIT_FAILED
+    try:
+        return _run(args)
+    except UsageError as exc:
+        print(f"intentref conformance: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _run(args: argparse.Namespace) -> int:
+    from . import baseline
+    from .fixtures import load_cases, select
+    from .runner import execute
+
+    listed: dict[str, str] = {}
+    if args.expected_failures:
+        try:
+            listed = baseline.load(args.expected_failures)
+        except baseline.BaselineError as exc:
+            raise UsageError(str(exc)) from None
+    if args.cases and not Path(args.cases).is_dir():
+        raise UsageError(f"--cases {args.cases}: not a folder")
+    cases = select(load_cases(Path(args.cases) if args.cases else None), args.level, args.only, args.skip)
+    spec = _spec(args)
+    started_at = datetime.now(UTC)
+    started = time.perf_counter()
+    target, release = make_target(spec, args.era, args.timeout, args.cold_start)
+    console = _console()
+    first_done: list[float] = []
+    try:
+        with _progress(console, len(cases)) as advance:
+
+            def on_outcome(case: Any, outcome: Any) -> None:
+                if not first_done:
+                    first_done.append(time.perf_counter())
+                advance(case, outcome)
+
+            outcomes = execute(cases, target, on_outcome=on_outcome)
+    finally:
+        release()
+    ended = time.perf_counter()
+    run_info = _run_info(args, spec, target, started_at, ended - started, len(cases))
+    _print_summary(console, run_info, cases, outcomes)
+    _write_reports(args, run_info, cases, outcomes)
+    if first_done and len(cases) > 1:
+        # Start-up (a server, an interpreter, the first run) is paid once; the rate that
+        # matters for a long suite is the one after it.
+        rate = (len(cases) - 1) / max(ended - first_done[0], 1e-9)
+        print(f"{len(cases)} cases in {ended - started:.1f} s; {rate:.0f} cases/s after start-up "
+              f"({first_done[0] - started:.1f} s)")  # fmt: skip
+    verdict = baseline.judge(outcomes, listed)
+    if listed:
+        print(f"expected failures: {len(verdict.expected)} still failing, {len(verdict.stale)} stale, "
+              f"{len(verdict.not_run)} not run")  # fmt: skip
+        for case_id in verdict.stale:
+            print(f"  stale: {case_id} passes now; remove it from {args.expected_failures}")
+    return EXIT_OK if verdict.ok else EXIT_FAILED
+
+
+def _run_info(args: argparse.Namespace, spec: str, target: Any, started_at: datetime, seconds: float,
+              count: int) -> dict[str, Any]:  # fmt: skip
+    from .. import __version__
+
+    transport = getattr(target, "transport", "?")
+    return {
+        "target": getattr(target, "name", spec),
+        "transport": transport,
+        "era": args.era if transport == "mcp" else "-",  # only MCP has eras
+        "started": started_at.isoformat(timespec="seconds"),
+        "seconds": round(seconds, 3),
+        "python": platform.python_version(),
+        "intentref version": __version__,
+        "selection": {
+            "level": args.level,
+            "only": list(args.only),
+            "skip": list(args.skip),
+            "cases": count,
+            "expectedFailures": args.expected_failures,
+        },
+    }
+
+
+# --------------------------------------------------------------------------- presentation
+
+
+def _console() -> Any:
+    try:
+        from rich.console import Console
+    except ImportError:  # pragma: no cover - rich is a dependency
+        return None
+    return Console()
+
+
+@contextlib.contextmanager
+def _progress(console: Any, total: int) -> Any:
+    try:
+        from .reports import LiveProgress
+    except ImportError:  # reports.py is another module's job; counts are enough without it
+        yield lambda case, outcome: None
+        return
+    with LiveProgress(console, total) as progress:
+        yield progress.advance
+
+
+def _print_summary(console: Any, run_info: dict[str, Any], cases: list[Any], outcomes: list[Any]) -> None:
+    try:
+        from .reports import print_summary
+    except ImportError:
+        from collections import Counter
+
+        tally = Counter(o.outcome for o in outcomes)
+        print(f"{run_info['target']}: " + ", ".join(f"{tally[k]} {k}" for k in ("passed", "failed", "unsupported", "errored")))
+        return
+    print_summary(console, run_info, cases, outcomes)
+
+
+def _write_reports(args: argparse.Namespace, run_info: dict[str, Any], cases: list[Any], outcomes: list[Any]) -> None:
+    wanted = [(args.json_out, "write_json"), (args.junit, "write_junit"), (args.html, "write_html")]
+    if not any(path for path, _ in wanted):
+        return
+    from . import reports
+
+    for path, writer in wanted:
+        if path:
+            getattr(reports, writer)(path, run_info, cases, outcomes)
