@@ -437,9 +437,13 @@ class _Store:
         # An active job's record also counts its current task (the task material).
         new_task_bytes = len(step.reply) if token_after is not None else 0
         new_size = _record_bytes(steps, new_task_bytes, None)
-        # D-BRG-010: the stepping record must fit beside the other active ones; terminal
-        # records do not count, they can be reclaimed (spec: R-CAP-011, R-CAP-013).
-        if self.active_bytes - record.nbytes + new_size > self.options.max_replay_bytes:
+        # D-BRG-010: a step that keeps the job active must fit beside the other active ones;
+        # terminal records do not count, they can be reclaimed (spec: R-CAP-011, R-CAP-013).
+        # D-BRG-020: a step that ends the job is never refused for the budget, which is no
+        # limit on results (spec: R-CAP-010); if even alone it does not fit, reclaim() drops
+        # the just-ended record at once, after its reply is given.
+        fits = self.active_bytes - record.nbytes + new_size <= self.options.max_replay_bytes
+        if token_after is not None and not fits:
             return _error_reply(_limit("/candidateText", "the reply to this candidate does not fit maxReplayBytes "
                                        f"({self.options.max_replay_bytes}); the step stays open."))  # fmt: skip
         record.steps = steps

@@ -18,6 +18,7 @@ shapes everything here (D-CNF-001..004):
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import math
@@ -56,6 +57,7 @@ from .mcp_transport import (
 from .targets import ConfigRejected, Reply, Run, Session, TargetUnsupported
 
 DEFAULT_TIMEOUT: Final = 10.0
+PREFETCH: Final = 2  # servers of upcoming configured runs started ahead (StdioTarget.expect_runs)
 ERAS: Final = {"2026": "2026-07-28", "legacy": "legacy"}  # our name -> Client(mode=...)
 PLACEHOLDERS: Final = ("config", "maxJobs", "maxReplayEntries", "maxReplayBytes", "jobTtlMs", "replayTtlMs")
 OPTION_PLACEHOLDERS: Final = PLACEHOLDERS[1:]
@@ -212,10 +214,14 @@ def reply_of(result: types.CallToolResult) -> Reply:
 
 
 class Connection:
-    """One MCP client connection, held open by a task on the portal's event loop."""
+    """One MCP client connection, held open by a task on the portal's event loop.
+
+    Construction starts it; ``wait()`` blocks until the server has answered (or raises
+    why it did not), so a target can start connections ahead of need (prefetch).
+    """
 
     def __init__(self, portal: BlockingPortal, make_transport: Callable[[], Any], mode: str, timeout: float,
-                 startup_timeout: float, info: ProcessInfo | None = None) -> None:  # fmt: skip
+                 startup_timeout: float, info: ProcessInfo | None = None, wait: bool = True) -> None:  # fmt: skip
         self._portal = portal
         self._make_transport = make_transport
         self._mode = mode
@@ -224,13 +230,23 @@ class Connection:
         self.broken: str | None = None
         self._stop: anyio.Event | None = None
         self._client: Client | None = None
-        self._holder: Any = None
-        try:
-            self._holder, self._client = portal.start_task(self._hold, startup_timeout)
-        except BaseException as exc:
-            raise self._startup_error(exc) from None
+        self._ready = threading.Event()  # set once connected, or once the attempt is over
+        self._failure: Exception | None = None
+        self._holder = portal.start_task_soon(self._hold, startup_timeout)
+        self._holder.add_done_callback(lambda _: self._ready.set())
+        if wait:
+            self.wait()
 
-    async def _hold(self, startup_timeout: float, *, task_status: Any) -> None:
+    def wait(self) -> Connection:
+        self._ready.wait()
+        if self._client is None:
+            if self._failure is None:
+                exc = self._holder.exception() if not self._holder.cancelled() else None
+                self._failure = self._startup_error(exc or RuntimeError("the connection was cancelled"))
+            raise self._failure
+        return self
+
+    async def _hold(self, startup_timeout: float) -> None:
         self._stop = anyio.Event()
         # One scope around the whole connection, its deadline lifted once the server
         # answered: the Client's task groups must nest inside it, not straddle it.
@@ -243,9 +259,10 @@ class Connection:
             ) as client:
                 await client.list_tools()  # a real round trip: the server is up and serving
                 scope.deadline = math.inf
-                task_status.started(client)
+                self._client = client
+                self._ready.set()
                 await self._stop.wait()
-        if scope.cancelled_caught:
+        if scope.cancelled_caught and self._client is None:
             raise TimeoutError("the server did not answer in time")
 
     def _startup_error(self, exc: BaseException) -> Exception:
@@ -294,9 +311,10 @@ class Connection:
             return await self._client.session.send_request(request, types.CallToolResult)
 
     def close(self) -> None:
-        if self._stop is None or self._holder is None:
-            return
+        self._ready.wait()  # a connection still starting is closed once it has started (or failed)
         stop, self._stop = self._stop, None
+        if stop is None or self._client is None:
+            return
         with contextlib.suppress(Exception):
             self._portal.call(stop.set)
             self._holder.result(timeout=3 * CLOSE_GRACE + 5)
@@ -448,6 +466,9 @@ class StdioTarget:
         self._zygote = _zygote
         self._dir = tempfile.TemporaryDirectory(prefix="intentref-stdio-")
         self._runs = 0
+        self.prefetch = PREFETCH
+        self._planned: collections.deque[tuple[str, dict[str, Any], dict[str, Any]]] = collections.deque()
+        self._warm: collections.deque[tuple[str, str, list[str], Connection]] = collections.deque()
 
     @classmethod
     def reference(cls, era: str = "2026", timeout: float = DEFAULT_TIMEOUT, fork: bool = True) -> StdioTarget:
@@ -484,7 +505,7 @@ class StdioTarget:
             handle.write(dumps_wire({"instances": instances}))
         return path
 
-    def spawn(self, argv: list[str]) -> Connection:
+    def spawn(self, argv: list[str], wait: bool = True) -> Connection:
         info = ProcessInfo(argv)
         zygote, env = self._zygote, self.env
 
@@ -496,22 +517,67 @@ class StdioTarget:
         if zygote is not None:
             zygote.wait()
         return Connection(self._portal.get(), lambda: stdio_transport(info, start), ERAS[self.era], self.timeout,
-                          self.startup_timeout, info)  # fmt: skip
+                          self.startup_timeout, info, wait=wait)  # fmt: skip
+
+    # --- prefetch: the runner says which runs of their own come next ---------------------
+
+    def expect_runs(self, runs: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
+        """The runs (instances, options) that ``open`` will be asked for, in order.
+
+        Their servers are started ``PREFETCH`` ahead, so a case with its own configuration
+        waits for its process only when start-ups are slower than the cases themselves.
+        """
+        self._discard_warm()
+        self._planned = collections.deque((_run_key(i, o), i, o) for i, o in runs)
+        self._top_up()
+
+    def _top_up(self) -> None:
+        while self._planned and len(self._warm) < self.prefetch:
+            key, instances, options = self._planned.popleft()
+            config = self._write_config(instances)
+            argv = self.template.render(config, options)
+            self._warm.append((key, config, argv, self.spawn(argv, wait=False)))
+
+    def _take_warm(self, key: str) -> tuple[str, list[str], Connection] | None:
+        for index, entry in enumerate(self._warm):
+            if entry[0] == key:
+                for _ in range(index):  # planned runs the runner skipped after all
+                    self._drop(self._warm.popleft())
+                _, config, argv, connection = self._warm.popleft()
+                self._top_up()
+                return config, argv, connection
+        return None
+
+    def _drop(self, entry: tuple[str, str, list[str], Connection]) -> None:
+        entry[3].close()
+        with contextlib.suppress(OSError):
+            os.unlink(entry[1])
+
+    def _discard_warm(self) -> None:
+        while self._warm:
+            self._drop(self._warm.popleft())
 
     def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run:
         reason = self.unsupported(bridge_options)
         if reason is not None:
             raise TargetUnsupported(reason)
-        config = self._write_config(instances)
-        argv = self.template.render(config, bridge_options)
+        warm = self._take_warm(_run_key(instances, bridge_options)) if self._warm else None
+        if warm is not None:
+            config, argv, connection = warm
+        else:
+            config = self._write_config(instances)
+            argv = self.template.render(config, bridge_options)
+            connection = None
         try:
-            return _StdioRun(self, argv, config)
+            return _StdioRun(self, argv, config, connection)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(config)
             raise
 
     def close(self) -> None:
+        self._planned.clear()
+        self._discard_warm()
         self._portal.close()
         if self._zygote is not None:
             self._zygote.close()
@@ -519,14 +585,19 @@ class StdioTarget:
         self._dir.cleanup()
 
 
+def _run_key(instances: dict[str, Any], options: dict[str, Any]) -> str:
+    return dumps_wire([instances, options])
+
+
 class _StdioRun(_SharedOwner):
     """One configuration: a primary server process reused case after case, plus any extras."""
 
-    def __init__(self, target: StdioTarget, argv: list[str], config: str) -> None:
+    def __init__(self, target: StdioTarget, argv: list[str], config: str, started: Connection | None = None) -> None:
         self._target = target
         self._argv = argv
         self._config = config
-        self._primary: Connection | None = target.spawn(argv)  # here, so a refused configuration shows at open
+        # Waited for here, so a refused configuration shows at open.
+        self._primary: Connection | None = started.wait() if started is not None else target.spawn(argv)
         self._busy = False
         self._extras: list[Connection] = []
 
@@ -613,7 +684,11 @@ class HttpTarget:
 
 @contextlib.asynccontextmanager
 async def _http_transport(url: str, timeout: float) -> AsyncIterator[Any]:
-    http = WireHttpClient(timeout=httpx2.Timeout(max(timeout, 30.0), read=300.0))
+    # No keep-alive: a server that sends its response head and body in two segments with
+    # Nagle on stalls every reused connection for a delayed ACK (40 ms on Linux, measured
+    # against the reference); a fresh loopback connection per request costs far less.
+    http = WireHttpClient(timeout=httpx2.Timeout(max(timeout, 30.0), read=300.0),
+                          limits=httpx2.Limits(max_keepalive_connections=0))  # fmt: skip
     async with http, streamable_http_client(url, http_client=http) as streams:
         yield streams
 

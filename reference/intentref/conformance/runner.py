@@ -54,6 +54,12 @@ class Executor:
             self._shared = None
         return outcome
 
+    def plan(self, cases: Iterable[Case]) -> None:
+        """Tell a target that can start runs ahead (``expect_runs``) which ones are coming."""
+        expect = getattr(self.target, "expect_runs", None)
+        if expect is not None:
+            expect(planned_runs(cases, self.target, self.instances))
+
     def close(self) -> None:
         if self._shared is not None:
             _close_quietly(self._shared)
@@ -67,6 +73,8 @@ def execute(
     instances: dict[str, Any] | None = None,
 ) -> list[CaseOutcome]:
     executor = Executor(target, instances)
+    cases = list(cases)
+    executor.plan(cases)
     outcomes: list[CaseOutcome] = []
     try:
         for case in cases:
@@ -79,20 +87,43 @@ def execute(
     return outcomes
 
 
-def _one(case: Case, target: Target, instances: dict[str, Any]) -> CaseOutcome | None:
+def _unsupported(case: Case, target: Target) -> str | None:
     if case.transport == "mcp" and target.transport != "mcp":
-        return CaseOutcome(case.id, UNSUPPORTED, detail="checks the MCP envelope; the target is not MCP")
-    options = case.bridge_options
-    reason = target.unsupported(options)
+        return "checks the MCP envelope; the target is not MCP"
+    reason = target.unsupported(case.bridge_options)
     case_reason = getattr(target, "unsupported_case", None)
     if reason is None and case_reason is not None:
         reason = case_reason(case.data)  # sessions or setup the target cannot reproduce
+    return reason
+
+
+def _own_instances(case: Case, instances: dict[str, Any]) -> dict[str, Any] | None:
+    """The instances of the run a case needs for itself, or None when it joins the shared run."""
+    setup = case.data.get("setup")
+    if setup is None and not case.bridge_options:
+        return None
+    return dict(setup["instances"]) if setup is not None else instances
+
+
+def planned_runs(cases: Iterable[Case], target: Target, instances: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """The (instances, options) of every run of its own the cases will open, in order."""
+    runs = []
+    for case in cases:
+        own = _own_instances(case, instances)
+        if own is not None and _unsupported(case, target) is None:
+            runs.append((own, case.bridge_options))
+    return runs
+
+
+def _one(case: Case, target: Target, instances: dict[str, Any]) -> CaseOutcome | None:
+    reason = _unsupported(case, target)
     if reason is not None:
         return CaseOutcome(case.id, UNSUPPORTED, detail=reason)
-    setup = case.data.get("setup")
-    if setup is None and not options:
+    own_instances = _own_instances(case, instances)
+    if own_instances is None:
         return None
-    own_instances = setup["instances"] if setup is not None else instances
+    options = case.bridge_options
+    setup = case.data.get("setup")
     try:
         run = target.open(own_instances, options)
     except TargetUnsupported as exc:
