@@ -22,18 +22,21 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 from intentref import strategies as ist
 
+# No "explain" phase: it re-runs a failing example many times to annotate it, which a
+# slow transport turns into minutes; the shrunk example and the conformance case suffice.
+_PHASES = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink)
 _QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
           HealthCheck.function_scoped_fixture]  # fmt: skip
 settings.register_profile("intentref-ci", max_examples=30, deadline=None, database=None, print_blob=True,
-                          suppress_health_check=_QUIET, stateful_step_count=30)  # fmt: skip
+                          suppress_health_check=_QUIET, stateful_step_count=30, phases=_PHASES)  # fmt: skip
 settings.register_profile("intentref-smoke", max_examples=4, deadline=None, database=None, print_blob=True,
-                          suppress_health_check=_QUIET, stateful_step_count=12)  # fmt: skip
+                          suppress_health_check=_QUIET, stateful_step_count=12, phases=_PHASES)  # fmt: skip
 settings.register_profile("intentref-long", max_examples=400, deadline=None, database=None, print_blob=True,
-                          suppress_health_check=list(HealthCheck), stateful_step_count=80)  # fmt: skip
+                          suppress_health_check=list(HealthCheck), stateful_step_count=80, phases=_PHASES)  # fmt: skip
 settings.load_profile(os.environ.get("INTENTREF_PROPERTIES_PROFILE", "intentref-ci"))
 
 TARGET_OPTION = "--intentref-properties-target"

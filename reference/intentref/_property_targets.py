@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import json
 import os
 import re
@@ -375,7 +376,7 @@ def canonical(value: Any) -> str:
 
 
 def differences(expected: Any, actual: Any, path: str = "") -> list[str]:
-    """Each place ``actual`` differs from ``expected``, with its JSON Pointer."""
+    """Each place ``actual`` differs from ``expected``, with its JSON Pointer (type-strict, like JSON)."""
     from .jsonpointer import escape_token
 
     if isinstance(expected, dict) and isinstance(actual, dict):
@@ -387,7 +388,7 @@ def differences(expected: Any, actual: Any, path: str = "") -> list[str]:
         return out
     if isinstance(expected, list) and isinstance(actual, list) and len(expected) == len(actual):
         return [m for i, (e, a) in enumerate(zip(expected, actual, strict=True)) for m in differences(e, a, f"{path}/{i}")]
-    if canonical(expected) == canonical(actual):
+    if type(expected) is type(actual) and expected == actual:  # true is not 1, 1 is not 1.0
         return []
     return [f"{path or '/'}: reference {_short(expected)}, target {_short(actual)}"]
 
@@ -612,10 +613,15 @@ def case_from_calls(calls: list[Call], instances: dict[str, Any], options: dict[
     }
     if options:
         case["bridge"] = dict(options)
-    standard = load_instances()
+    standard = _standard_instances()
     if any(name not in standard or standard[name] != instances.get(name) for name in used):
         case["setup"] = {"instances": {name: instances[name] for name in used}}
     return case
+
+
+@functools.cache
+def _standard_instances() -> dict[str, Any]:
+    return load_instances()
 
 
 def _args_spec(args: Any, first_seen: dict[str, tuple[int, str]]) -> Any:

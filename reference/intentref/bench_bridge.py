@@ -21,6 +21,7 @@ import sys
 import time
 from typing import Any, Final
 
+from .bench import Figure
 from .bridge import BridgeSession, create_intent_bridge
 from .intent import Intent
 from .limits import MAX_OPTION_VALUE
@@ -243,5 +244,28 @@ def bench_memory(jobs: int = 200_000, max_replay_bytes: int = 64 * MIB,
     }
 
 
-if __name__ == "__main__":  # pragma: no cover - a manual entry until the CLI wires it in
+def figures(smoke: bool = False) -> list[Figure]:
+    """The two Bridge figures for ``intentref bench`` (smoke: tiny sizes, figures meaningless)."""
+    if smoke:
+        latency = bench_accept_retained(small=10, large=200, rounds=2, batch=10)
+        memory = bench_memory(jobs=200, max_replay_bytes=64 * 1024, kinds=("full",))
+    else:
+        latency = bench_accept_retained()
+        memory = bench_memory()
+    out = [
+        Figure("bridge accept, 100k vs 100 retained", latency["large"]["medianUs"] / 1e6,
+               latency["small"]["medianUs"] / 1e6, "s/accept", LATENCY_TARGET,
+               "median core accept with 100,000 retained terminal records vs with 100, alternating batches"),
+    ]  # fmt: skip
+    budget_mib = memory["budgetMiB"]
+    for kind, run in memory["runs"].items():
+        # Ratio of the RSS to its allowance (3 x budget + the empty process): target 1.
+        out.append(Figure(f"bridge RSS after {run['jobs']:,} {kind} jobs", run["rssKiB"] / 1024,
+                          memory["limitMiB"], "MiB", 1.0,
+                          f"RSS vs {MEMORY_FACTOR} x maxReplayBytes ({budget_mib:g} MiB) + empty process "
+                          f"({memory['baselineRssMiB']} MiB)"))  # fmt: skip
+    return out
+
+
+if __name__ == "__main__":  # pragma: no cover - a manual entry; `intentref bench` is the usual one
     print(json.dumps({"acceptRetained": bench_accept_retained(), "memory": bench_memory()}, indent=2))

@@ -100,8 +100,7 @@ def _read_option(config: Mapping[str, Any], name: str, minimum: int) -> int:
     # D-BRG-014: bool is an int subclass and a float is not an integer to Python, so both are
     # refused even when integral; a JavaScript host never writes 3.0 (JSON.stringify gives 3).
     if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= MAX_OPTION_VALUE:
-        low = "0" if minimum == 0 else "a positive integer"
-        raise _config_error(f"/{name}", f"{name} must be an integer from {low} to {MAX_OPTION_VALUE}.")
+        raise _config_error(f"/{name}", f"{name} must be an integer from {minimum} to {MAX_OPTION_VALUE}.")
     return value
 
 

@@ -55,9 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     # properties / fuzz / check: each module declares its own arguments and imports its
     # machinery only when run, so building this parser stays cheap.
-    from . import check, fuzz, properties_cli
+    from . import check, fuzz, mutation, properties_cli
 
-    for command in (properties_cli, fuzz, check):
+    for command in (properties_cli, fuzz, check, mutation):
         command.add_parser(sub)
 
     from .conformance import cli as conformance_cli  # argparse only; the runner loads when run

@@ -107,8 +107,7 @@ _PREPARE_SCHEMA: Final[dict[str, Any]] = {
             ],
         },
         "fields": {
-            "type": ["array", "null"],
-            "items": {"type": "string"},
+            "anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}],
             "description": "Top-level schema fields to extract; [] recognizes intents only; omit for all fields.",
         },
     },
