@@ -7,6 +7,7 @@ checked as literals while parsing, not after a float has already rounded them.
 from __future__ import annotations
 
 import json
+import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -70,8 +71,14 @@ _DECODER = json.JSONDecoder(
 )
 
 
+# A lone surrogate can reach a parsed string only as a raw code point (caught by encoding the
+# text once) or as a \uD800-\uDFFF escape; texts with neither skip the per-string check.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
 def parse_candidate(text: str) -> Any:
     """Parse ``text`` strictly, or raise CandidateTextError."""
+    _check_text(text)
     try:
         value = _DECODER.decode(text)
     except CandidateTextError:
@@ -80,27 +87,31 @@ def parse_candidate(text: str) -> Any:
         raise CandidateTextError(f"nesting deeper than {MAX_CANDIDATE_DEPTH} levels") from None
     except json.JSONDecodeError as exc:
         raise CandidateTextError(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    _check_depth_and_text(value)
+    _check_depth(value, check_strings=_SURROGATE_ESCAPE.search(text) is not None)
     return value
 
 
-def _check_depth_and_text(root: Any) -> None:
-    # Iterative: a recursive walk is what deep nesting is designed to break.
+def _check_depth(root: Any, check_strings: bool) -> None:
+    # Iterative: a recursive walk is what deep nesting is designed to break.  Only
+    # containers are pushed; strings are looked at only when an escape could hide a surrogate.
+    if not isinstance(root, dict | list):
+        if check_strings and isinstance(root, str):
+            _check_text(root)
+        return
     stack: list[tuple[Any, int]] = [(root, 1)]
     while stack:
         node, depth = stack.pop()
-        if isinstance(node, dict):
-            if depth > MAX_CANDIDATE_DEPTH:
-                raise CandidateTextError(f"nesting deeper than {MAX_CANDIDATE_DEPTH} levels")
-            for key, value in node.items():
+        if depth > MAX_CANDIDATE_DEPTH:
+            raise CandidateTextError(f"nesting deeper than {MAX_CANDIDATE_DEPTH} levels")
+        values = node.values() if isinstance(node, dict) else node
+        if check_strings and isinstance(node, dict):
+            for key in node:
                 _check_text(key)
+        for value in values:
+            if isinstance(value, dict | list):
                 stack.append((value, depth + 1))
-        elif isinstance(node, list):
-            if depth > MAX_CANDIDATE_DEPTH:
-                raise CandidateTextError(f"nesting deeper than {MAX_CANDIDATE_DEPTH} levels")
-            stack.extend((value, depth + 1) for value in node)
-        elif isinstance(node, str):
-            _check_text(node)
+            elif check_strings and isinstance(value, str):
+                _check_text(value)
 
 
 def _check_text(text: str) -> None:

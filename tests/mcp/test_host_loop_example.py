@@ -11,9 +11,9 @@ from typing import Any
 
 import anyio
 import pytest
-from host_loop_example import recognize_with_host
 from mcp import Client
 
+from host_loop_example import recognize_with_host
 from mcp_support import ORDER_CORE, ORDER_INPUT, script, text
 
 
