@@ -410,17 +410,32 @@ class Call:
 
 
 class Divergence(AssertionError):
-    """The target answered differently from the reference; the message holds a conformance case."""
+    """The target answered differently from the reference; the message holds a conformance case.
 
-    def __init__(self, op: str, where: list[str], case: dict[str, Any]) -> None:
-        self.case = case
+    The case is built when first asked for: a long campaign may meet thousands of these.
+    """
+
+    def __init__(self, op: str, where: list[str], run: DifferentialRun) -> None:
+        super().__init__(op)
+        self.op, self.where = op, where
+        self._calls, self._run = list(run.calls), run
+        self._case: dict[str, Any] | None = None
+
+    @property
+    def case(self) -> dict[str, Any]:
+        if self._case is None:
+            run = self._run
+            self._case = case_from_calls(self._calls, run.instances, run.options, run.requirements)
+        return self._case
+
+    def __str__(self) -> str:
         seed = os.environ.get("INTENTREF_HYPOTHESIS_SEED")
-        lines = [f"the target's {op} reply differs from the reference's (tokens compared as placeholders):"]
-        lines += [f"  {w}" for w in where[:20]]
+        lines = [f"the target's {self.op} reply differs from the reference's (tokens compared as placeholders):"]
+        lines += [f"  {w}" for w in self.where[:20]]
         lines.append(f"hypothesis seed: {seed}" if seed else "hypothesis seed: not pinned (run with --hypothesis-seed N)")
         lines.append("conformance case (the reference's reply as the exact expectation; give it an id of its file's area):")
-        lines.append(json.dumps(case, ensure_ascii=True, indent=1))
-        super().__init__("\n".join(lines))
+        lines.append(json.dumps(self.case, ensure_ascii=True, indent=1))
+        return "\n".join(lines)
 
 
 class DifferentialSession:
@@ -437,7 +452,7 @@ class DifferentialSession:
         where = differences(tokens.normalize(ours.value, "reference"), tokens.normalize(theirs.value, "target"))
         if where:
             STATS["divergences"] += 1
-            raise Divergence(op, where, self._run.case())
+            raise Divergence(op, where, self._run)
         return theirs
 
     def prepare(self, request: Any) -> Reply:
@@ -695,8 +710,11 @@ class Tally:
         return not (self.uncaught_exceptions or self.non_replies or self.lost_active_jobs or self.replay_drifts
                     or self.divergences or self.mispredictions)  # fmt: skip
 
+    def room(self) -> bool:
+        return len(self.notes) < 50
+
     def note(self, text: str) -> None:
-        if len(self.notes) < 50:
+        if self.room():
             self.notes.append(text)
 
 

@@ -371,7 +371,8 @@ class Walker:
             reply = getattr(self.sessions[index], op)(request)
         except Divergence as exc:
             self.tally.divergences += 1
-            self.tally.note("divergence:\n" + str(exc))
+            if self.tally.room():  # building the case costs: only for the notes kept
+                self.tally.note("divergence:\n" + str(exc))
             self._drop(index)
             return None
         except Exception as exc:  # the target broke: count it, carry on with a new connection

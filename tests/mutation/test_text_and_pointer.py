@@ -117,7 +117,14 @@ def test_split_accepts_each_escape_at_every_position(pointer, tokens):
     assert jsonpointer.split(pointer) == tokens
 
 
-@pytest.mark.parametrize("pointer", ["/~", "/a~", "/~a", "/~0~", "/~1~2", "/ok/~", "/a~0~x"])
+@pytest.mark.parametrize(
+    "pointer",
+    [
+        "/~", "/a~", "/~a", "/~X", "/~2", "/~0~", "/~1~2", "/ok/~", "/a~0~x",
+        # a bad escape before a good one, and between two good ones: every "~" is checked
+        "/~x~0", "/~0~x~0", "/~1~x~1~0",
+    ],
+)  # fmt: skip
 def test_split_rejects_a_tilde_not_followed_by_0_or_1(pointer):
     # spec: R-DAT-005 R-DAT-006
     assert jsonpointer.split(pointer) is None

@@ -67,7 +67,7 @@ def test_the_properties_pass_over_stdio(tmp_path: pathlib.Path) -> None:
 def test_a_different_reason_order_is_caught_and_written_as_a_case(broken_module: pathlib.Path,
                                                                   tmp_path: pathlib.Path) -> None:  # fmt: skip
     cases_file = tmp_path / "cases.json"
-    done = _properties("--python", "broken_targets:reason_order", "-k", "status", "--seed", "3", "--calls", "0",
+    done = _properties("--python", "broken_targets:reason_order", "-k", "status_reason", "--seed", "3", "--calls", "0",
                        "--cases-out", str(cases_file), pythonpath=broken_module)  # fmt: skip
     assert done.returncode == 1, done.stdout[-3000:]
     assert "hypothesis seed: 3" in done.stdout and "/reason" in done.stdout
