@@ -88,7 +88,7 @@ class LifecycleMachine(RuleBasedStateMachine):
 
     # --- rules -----------------------------------------------------------------------------
 
-    @precondition(lambda self: len(self._open_sessions()) < MAX_SESSIONS)
+    @precondition(lambda self: len(self._open_sessions()) < MAX_SESSIONS and ist.separate_sessions(self.example.target))
     @rule()
     def connect(self) -> None:
         self.sessions.append(self.example.session())
@@ -103,7 +103,7 @@ class LifecycleMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def prepare(self, data: st.DataObject) -> None:
         index = data.draw(st.sampled_from(self._open_sessions()))
-        name = data.draw(st.sampled_from(INSTANCES))
+        name = data.draw(st.sampled_from(ist.available(type(self).target, INSTANCES)))
         plan = data.draw(ist.plans(name, allow_empty_selection=True))
         reply = self.sessions[index].prepare(plan.request)
         assert reply["kind"] == "task" and reply["stage"] == "core", reply  # spec: R-BRG-006

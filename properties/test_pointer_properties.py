@@ -78,7 +78,7 @@ def _check_reachable(candidate: dict[str, Any], result: dict[str, Any], payload:
 @given(data=st.data())
 def test_every_schema_key_is_reachable_through_the_target(intentref_target: Any, data: st.DataObject) -> None:
     # spec: R-DAT-005, R-DAT-006, R-SRC-010, R-SRC-011, R-RES-048
-    name = data.draw(st.sampled_from(SCHEMA_INSTANCES), label="instance")
+    name = data.draw(st.sampled_from(ist.available(intentref_target, SCHEMA_INSTANCES)), label="instance")
     plan = data.draw(ist.plans(name, complete=True), label="plan")
     core = data.draw(ist.core_candidates(), label="core")
     with ist.Example(intentref_target, requirements=REQUIREMENTS) as ex:
@@ -102,7 +102,7 @@ def _wrongly_escaped(path: str) -> str:
 @given(data=st.data())
 def test_a_wrongly_escaped_path_is_never_accepted(intentref_target: Any, data: st.DataObject) -> None:
     # spec: R-DAT-006, R-ERR-015 -- "/data/a~01b" is not the key "a/b"; the candidate is repaired or fails.
-    name = data.draw(st.sampled_from(["gen-00", "escaped"]), label="instance")
+    name = data.draw(st.sampled_from(ist.available(intentref_target, ["gen-00", "escaped"])), label="instance")
     plan = data.draw(ist.plans(name, complete=True), label="plan")
     core = data.draw(ist.core_candidates(), label="core")
     with ist.Example(intentref_target, requirements=("R-DAT-006", "R-ERR-015")) as ex:

@@ -23,6 +23,7 @@ import os
 import re
 import unittest
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -220,6 +221,8 @@ class Example:
 
     def session(self) -> ExampleSession:
         assert self._run is not None, "use Example as a context manager"
+        if self.sessions and not separate_sessions(self.target):
+            raise UnsupportedByTarget("needs a second session; this target's connections share one (D-MCP-003)")
         session = ExampleSession(self._run.connect())
         self.sessions.append(session)
         return session
@@ -297,6 +300,13 @@ def takes_instances(target: Any) -> bool:
     while hasattr(target, "target"):  # a DifferentialTarget's or a wrapper's own target
         target = target.target
     return not type(target).__name__.startswith("Http")
+
+
+def separate_sessions(target: Any) -> bool:
+    """False where every connection shares one Bridge session (HTTP, 2026-07-28 era: D-MCP-003)."""
+    while hasattr(target, "target"):
+        target = target.target
+    return not (type(target).__name__.startswith("Http") and getattr(target, "era", "") == "2026")
 
 
 def available(target: Any, names: list[str]) -> list[str]:
@@ -700,6 +710,19 @@ class Tally:
     divergences: int = 0
     mispredictions: int = 0
     notes: list[str] = field(default_factory=list)
+    sent: Counter[str] = field(default_factory=Counter)  # what was thrown at the target, by fault or defect
+
+    def edge_cases(self) -> dict[str, int]:
+        """The issue's named edge cases, counted from ``sent``."""
+        groups: dict[str, Callable[[str], bool]] = {
+            "malformed JSON": lambda n: n.startswith("json.") and n != "json.deep_nesting.100k",
+            "100k-deep nesting": lambda n: n == "json.deep_nesting.100k",
+            "lone surrogates": lambda n: "surrogate" in n,
+            "10 MB texts": lambda n: n.endswith("10mb"),
+            "wrong types": lambda n: any(w in n for w in ("not_string", "not_an_object", "wrong_type", "not_list",
+                                                          "wrong_member_type", "outcome_unknown")),
+        }  # fmt: skip
+        return {label: sum(c for n, c in self.sent.items() if test(n)) for label, test in groups.items()}
 
     @property
     def total(self) -> int:

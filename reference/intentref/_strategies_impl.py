@@ -1293,7 +1293,7 @@ def _advance(d: Draw, session: Any, task: dict[str, Any], plan: Plan) -> dict[st
     if task["stage"] == "core":
         subject = Subject("core", core_candidate(d), payload)
     else:
-        subject = Subject("data", data_candidate(d, payload, plan.data if "repair" not in payload else None), payload)
+        subject = Subject("data", data_candidate(d, payload, plan.data), payload)
     text = subject.text
     if d.integer(0, 2) == 0:
         text = FAULTS[d.choice(faults_for(subject, include_heavy=False))](subject, d).text

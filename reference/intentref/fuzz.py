@@ -63,9 +63,12 @@ def target_options(p: argparse.ArgumentParser) -> None:
     group.add_argument("--http", metavar="URL", help="an MCP server at URL (streamable HTTP)")
     group.add_argument("--harness", metavar="COMMAND", help="a JSON-lines harness started with COMMAND")
     group.add_argument("--python", metavar="MODULE:ATTR", help="a Target (or a factory of one) importable from Python")
+    group.add_argument("--target", metavar="SPEC", help="any target spec of intentref conformance (e.g. http-reference)")
 
 
 def target_spec(args: argparse.Namespace) -> str:
+    if getattr(args, "target", None):
+        return str(args.target)
     for flag in ("stdio", "http", "harness", "python"):
         value = getattr(args, flag, None)
         if value:
@@ -336,13 +339,14 @@ class Walker:
     """
 
     def __init__(self, run: Any, draw: Any, tally: Any, heavy: bool = False, max_sessions: int = 3,
-                 objects_only: bool = False) -> None:  # fmt: skip
+                 objects_only: bool = False, instances: dict[str, Any] | None = None) -> None:  # fmt: skip
         from ._property_targets import catalog_instances
 
         self.run, self.d, self.tally, self.heavy = run, draw, tally, heavy
         self.objects_only = objects_only  # MCP tool arguments are always objects
         self.max_sessions = max_sessions
-        self.catalog = catalog_instances()
+        self.catalog = catalog_instances() if instances is None else instances  # what the run serves
+        self.instances = [name for name in WALK_INSTANCES if name in self.catalog]
         self.sessions: list[Any] = []
         self.names: list[str] = []
         self.jobs: list[JobModel] = []
@@ -431,7 +435,7 @@ class Walker:
         from ._strategies_impl import catalog_schema, plan_request
 
         index = self._session_index()
-        name = self.d.choice(WALK_INSTANCES)
+        name = self.d.choice(self.instances)
         plan = plan_request(self.d, name, catalog_schema(name), allow_empty_selection=True)
         reply = self._call(index, "prepare", plan.request)
         if reply is None:
@@ -444,8 +448,9 @@ class Walker:
     def _prepare_malformed(self) -> None:
         from ._strategies_impl import malformed_request
 
-        defect, request = malformed_request(self.d, "prepare", instance=self.d.choice(WALK_INSTANCES), heavy=self.heavy,
+        defect, request = malformed_request(self.d, "prepare", instance=self.d.choice(self.instances), heavy=self.heavy,
                                             objects_only=self.objects_only)
+        self.tally.sent[defect] += 1
         reply = self._call(self._session_index(), "prepare", request)
         if reply is not None and reply["kind"] != "error":
             self._fail("mispredictions", f"{defect} was answered {reply['kind']}")
@@ -472,6 +477,7 @@ class Walker:
             fault = self.d.choice(faults_for(subject, include_heavy=self.heavy))
             made = FAULTS[fault](subject, self.d)
             text, expected = made.text, made.expected_code
+            self.tally.sent[fault + (".100k" if fault == "json.deep_nesting" and len(text) >= 200_000 else "")] += 1
         reply = self._call(job.owner, "accept", {"jobId": job.id, "stepToken": job.token, "candidateText": text})
         if reply is None:
             return None
@@ -494,13 +500,13 @@ class Walker:
         if expected == "MODEL_OUTPUT_INVALID":
             if job.repairs[stage] < int(self.catalog[job.instance].get("repairAttempts", 1)):
                 job.repairs[stage] += 1
-                return reply["kind"] == "task" and reply["stage"] == stage
+                return bool(reply["kind"] == "task" and reply["stage"] == stage)
             return code == "MODEL_OUTPUT_INVALID"
         if expected == "DATA_EXTRACTION_FAILED":
             return code == "DATA_EXTRACTION_FAILED"
         if stage == "core" and job.plan.selected:
-            return reply["kind"] == "task" and reply["stage"] == "data"
-        return reply["kind"] == "result"
+            return bool(reply["kind"] == "task" and reply["stage"] == "data")
+        return bool(reply["kind"] == "result")
 
     def _record(self, job: JobModel, text: str, reply: dict[str, Any]) -> None:
         from ._property_targets import canonical
@@ -523,6 +529,7 @@ class Walker:
             return
         defect, request = malformed_request(self.d, "accept", job_id=job.id, step_token=job.token, heavy=self.heavy,
                                             objects_only=self.objects_only)
+        self.tally.sent[defect] += 1
         reply = self._call(job.owner, "accept", request)
         if reply is not None and (reply["kind"] != "error" or reply["error"]["code"] not in KEEPS_JOB):
             self._fail("mispredictions", f"{defect} was answered {reply}")
@@ -624,6 +631,7 @@ class Walker:
             return
         defect, request = malformed_request(self.d, "cancel", job_id=job.id, heavy=self.heavy,
                                             objects_only=self.objects_only)
+        self.tally.sent[defect] += 1
         reply = self._call(job.owner, "cancel", request)
         if reply is not None and (reply["kind"] != "error" or reply["error"]["code"] not in KEEPS_JOB):
             self._fail("mispredictions", f"{defect} was answered {reply}")

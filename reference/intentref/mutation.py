@@ -21,9 +21,11 @@ Profiles: the full run uses ``[tool.mutmut]`` of ``pyproject.toml`` as it stands
 (what CI runs, well under two minutes) mutates ``text.py`` and ``jsonpointer.py`` only,
 with the tests that exercise them.  ``--paths`` replaces the files to mutate.
 
-Score = killed / (total - equivalent), where *equivalent* counts the surviving mutants
-listed in ``spec/equivalent-mutants.md`` (each with a one-line reason); timeouts, no-tests
-and every other verdict count against it.
+Score = (killed + timeout) / (total - equivalent), where *equivalent* counts the surviving
+mutants listed in ``spec/equivalent-mutants.md`` (each with the mutated code and a one-line
+reason) and a timeout is a mutant that made the tests hang, so they did not pass; the
+strict score, killed / (total - equivalent), is printed beside it.  Survivors, no-tests and
+every other verdict count against both.
 """
 
 from __future__ import annotations
@@ -52,7 +54,29 @@ SMOKE_TESTS = ["tests/core/test_jsonpointer.py", "tests/mutation/test_text_and_p
 # Links the stage makes to the checkout (mutmut's also_copy turns them into copies).
 _DATA_LINKS = ("conformance", "properties", "spec")
 
-_EQUIVALENT_ENTRY = re.compile(r"^\s*[-*]\s+`(intentref\.[^`]+__mutmut_\d+)`")
+# An entry of spec/equivalent-mutants.md: - `NAME`: `CODE` -- reason.  CODE is (part of) the
+# mutated line; an entry whose mutant no longer shows it (mutmut numbers mutants in source
+# order, so edits renumber them) is reported as changed and not counted.
+_EQUIVALENT_ENTRY = re.compile(r"^\s*[-*]\s+`(intentref\.[^`]+__mutmut_\d+)`:\s+`(.+?)`\s+(?:--|—)\s+\S")
+
+# Prints, as JSON, the "+" lines of each named mutant's diff (mutmut's own diff code).
+_DIFFS = """
+import json, sys
+from mutmut.mutation.diff_apply import get_diff_for_mutant
+from mutmut.mutation.data import SourceFileMutationData
+from mutmut.utils.file_utils import walk_mutatable_files
+want = set(json.loads(sys.stdin.read()))
+out = {}
+for path in walk_mutatable_files():
+    data = SourceFileMutationData(path=path)
+    data.load()
+    for name in data.exit_code_by_key:
+        if name in want:
+            diff = get_diff_for_mutant(name, path=path)
+            out[name] = [line[1:].strip() for line in diff.splitlines()
+                         if line.startswith("+") and not line.startswith("+++")]
+print(json.dumps(out))
+"""
 
 STATUSES = ("killed", "survived", "timeout", "no_tests", "suspicious", "segfault", "skipped",
             "check_was_interrupted_by_user")  # fmt: skip
@@ -62,17 +86,28 @@ STATUSES = ("killed", "survived", "timeout", "no_tests", "suspicious", "segfault
 class Summary:
     counts: dict[str, int]
     survivors: list[str]
-    equivalent: list[str] = field(default_factory=list)  # listed and surviving
-    stale: list[str] = field(default_factory=list)  # listed but not surviving
+    equivalent: list[str] = field(default_factory=list)  # listed, surviving, still the same mutant
+    stale: list[str] = field(default_factory=list)  # listed but not surviving, or a different mutant now
+    diffs: dict[str, list[str]] = field(default_factory=dict)  # the "+" lines of each survivor
 
     @property
     def total(self) -> int:
         return self.counts.get("total", 0)
 
     @property
+    def judged(self) -> int:
+        return self.total - len(self.equivalent)
+
+    @property
     def score(self) -> float:
-        judged = self.total - len(self.equivalent)
-        return self.counts.get("killed", 0) / judged if judged else 1.0
+        """(killed + timeout) / (total - equivalent): a mutant that hangs the tests fails them."""
+        detected = self.counts.get("killed", 0) + self.counts.get("timeout", 0)
+        return detected / self.judged if self.judged else 1.0
+
+    @property
+    def strict_score(self) -> float:
+        """killed / (total - equivalent): timeouts counted as not caught."""
+        return self.counts.get("killed", 0) / self.judged if self.judged else 1.0
 
     @property
     def unexplained(self) -> list[str]:
@@ -80,7 +115,8 @@ class Summary:
 
     def to_json(self) -> dict[str, Any]:
         return {**self.counts, "equivalent": len(self.equivalent), "score": round(self.score, 4),
-                "survivors": self.unexplained, "staleEquivalent": self.stale}  # fmt: skip
+                "strictScore": round(self.strict_score, 4), "survivors": self.unexplained,
+                "staleEquivalent": self.stale}  # fmt: skip
 
 
 def _toml_value(value: Any) -> str:
@@ -174,16 +210,30 @@ def _mutmut(stage: pathlib.Path, *args: str, capture: bool = False) -> subproces
                           capture_output=capture, check=False)  # fmt: skip
 
 
-def equivalent_names(repo: pathlib.Path) -> list[str]:
+def equivalent_entries(repo: pathlib.Path) -> dict[str, str]:
+    """``{mutant name: the mutated code the entry quotes}`` from spec/equivalent-mutants.md."""
     path = repo / "spec" / "equivalent-mutants.md"
     if not path.exists():
-        return []
-    names = []
+        return {}
+    entries = {}
     for line in path.read_text("utf-8").splitlines():
         found = _EQUIVALENT_ENTRY.match(line)
         if found:
-            names.append(found.group(1))
-    return names
+            entries[found.group(1)] = found.group(2)
+    return entries
+
+
+def mutant_diffs(stage: pathlib.Path, names: Sequence[str]) -> dict[str, list[str]]:
+    if not names:
+        return {}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, "-c", _DIFFS], cwd=stage, env=env, input=json.dumps(list(names)),
+                          text=True, capture_output=True, check=False)  # fmt: skip
+    if done.returncode != 0:
+        print(f"could not read the mutants' diffs: {done.stderr.strip()[-500:]}", file=sys.stderr)
+        return {}
+    diffs: dict[str, list[str]] = json.loads(done.stdout)
+    return diffs
 
 
 def summarize(stage: pathlib.Path, repo: pathlib.Path, results_text: str) -> Summary:
@@ -193,11 +243,14 @@ def summarize(stage: pathlib.Path, repo: pathlib.Path, results_text: str) -> Sum
         name, _, status = line.strip().rpartition(": ")
         if status == "survived":
             survivors.append(name)
-    listed = equivalent_names(repo)
+    listed = equivalent_entries(repo)
     surviving = set(survivors)
-    equivalent = [name for name in listed if name in surviving]
-    stale = [name for name in listed if name not in surviving]
-    return Summary(stats, survivors, equivalent, stale)
+    diffs = mutant_diffs(stage, survivors)
+    equivalent, stale = [], []
+    for name, code in listed.items():
+        same = name in surviving and any(code in line for line in diffs.get(name, []))
+        (equivalent if same else stale).append(name)
+    return Summary(stats, survivors, equivalent, stale, diffs)
 
 
 def report(summary: Summary, stage: pathlib.Path, seconds: float, smoke: bool) -> None:
@@ -209,13 +262,15 @@ def report(summary: Summary, stage: pathlib.Path, seconds: float, smoke: bool) -
         if c.get(status, 0) or status in ("killed", "survived", "timeout", "no_tests"):
             print(f"  {status.replace('_', '-'):<10} {c.get(status, 0)}")
     print(f"  equivalent {len(summary.equivalent)} (surviving mutants listed in spec/equivalent-mutants.md)")
-    print(f"  score      {summary.score:.2%} = killed / (total - equivalent)")
+    print(f"  score      {summary.score:.2%} = (killed + timeout) / (total - equivalent)")
+    print(f"  strict     {summary.strict_score:.2%} = killed / (total - equivalent)")
     if summary.unexplained:
         print(f"  {len(summary.unexplained)} surviving mutants are neither killed nor listed as equivalent:")
         for name in summary.unexplained:
-            print(f"    {name}    (show it: cd {stage} && {sys.executable} -m mutmut show {name})")
+            print(f"    {name}: " + " | ".join(f"`{line}`" for line in summary.diffs.get(name, [])))
+        print(f"  (the whole diff: cd {stage} && {sys.executable} -m mutmut show NAME)")
     if summary.stale and not smoke:
-        print("  listed as equivalent but not surviving (stale entries of spec/equivalent-mutants.md):")
+        print("  entries of spec/equivalent-mutants.md that no longer match a surviving mutant (stale):")
         for name in summary.stale:
             print(f"    {name}")
     print(json.dumps(summary.to_json()))

@@ -65,7 +65,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"intentref properties: target {spec}, profile {args.profile}, seed {seed}"
           f"{', differential' if differential else ''}", flush=True)  # fmt: skip
     started = time.monotonic()
-    pytest_status, pytest_stats, cases = 0, Counter[str](), []
+    pytest_status: int | None = None  # None: not run
+    pytest_stats = Counter[str]()
+    cases: list[Any] = []
     if not args.no_pytest:
         pytest_status, pytest_stats, cases = run_pytest(spec, args.profile, seed, args.keyword, differential)
     from ._property_targets import Tally
@@ -82,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {len(cases)} conformance cases to {args.cases_out}")
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(figures, indent=1) + "\n", "utf-8")
-    return 0 if pytest_status == 0 and tally.clean else 1
+    return 0 if pytest_status in (0, None) and tally.clean else 1
 
 
 def _case_of(note: str) -> Any:
@@ -129,6 +131,7 @@ def campaign(spec: str, seed: int, calls: int, heavy: bool, differential: bool) 
         catalog_instances,
         close_runs,
         make_target,
+        separate_sessions,
         shared_run,
     )
     from ._strategies_impl import RandomDraw
@@ -146,11 +149,13 @@ def campaign(spec: str, seed: int, calls: int, heavy: bool, differential: bool) 
             overall = progress.add_task("all calls", total=calls, status="")
             per_tool = {op: progress.add_task(op, total=calls, status="") for op in ("prepare", "accept", "cancel")}
             while tally.total < calls:
-                run = shared_run(target, catalog_instances(), {})
+                run = shared_run(target, catalog_instances(target), {})
                 begin = getattr(run, "begin_example", None)
                 if begin is not None:
                     begin(("R-BRG-006", "R-IDM-001"))
-                walker = Walker(run, draw, tally, heavy=heavy, objects_only=target.transport == "mcp")
+                walker = Walker(run, draw, tally, heavy=heavy, objects_only=target.transport == "mcp",
+                                max_sessions=3 if separate_sessions(target) else 1,
+                                instances=catalog_instances(target))  # fmt: skip
                 try:
                     for _ in range(EPISODE_CALLS):
                         if tally.total >= calls:
@@ -175,7 +180,7 @@ def _status(tally: Any) -> str:
 # --------------------------------------------------------------------------- the report
 
 
-def report(tally: Any, pytest_stats: Counter[str], pytest_status: int, seconds: float, seed: int, profile: str,
+def report(tally: Any, pytest_stats: Counter[str], pytest_status: int | None, seconds: float, seed: int, profile: str,
            spec: str) -> dict[str, Any]:  # fmt: skip
     from rich.console import Console
     from rich.table import Table
@@ -183,7 +188,7 @@ def report(tally: Any, pytest_stats: Counter[str], pytest_status: int, seconds: 
     tools = ("prepare", "accept", "cancel")
     figures: dict[str, Any] = {
         "target": spec, "profile": profile, "seed": seed, "seconds": round(seconds, 1),
-        "pytest": "passed" if pytest_status == 0 else f"failed (exit {pytest_status})",
+        "pytest": {None: "not run", 0: "passed"}.get(pytest_status, f"failed (exit {pytest_status})"),
         "calls": {op: tally.calls[op] + pytest_stats.get(f"calls.{op}", 0) for op in tools},
         "campaignCalls": tally.total,
         "propertyCalls": sum(pytest_stats.get(f"calls.{op}", 0) for op in tools),
@@ -195,17 +200,20 @@ def report(tally: Any, pytest_stats: Counter[str], pytest_status: int, seconds: 
         "mispredictions": tally.mispredictions,
     }  # fmt: skip
     figures["totalCalls"] = sum(figures["calls"].values())
+    figures["campaignEdgeCases"] = tally.edge_cases()
     table = Table(title=f"intentref properties — {spec}, profile {profile}, seed {seed}")
     table.add_column("measure")
     table.add_column("count", justify="right")
     for op in tools:
         table.add_row(f"calls: {op}", f"{figures['calls'][op]:,}")
     table.add_row("calls: total", f"{figures['totalCalls']:,}")
+    for label, count in figures["campaignEdgeCases"].items():
+        table.add_row(f"  of which {label}", f"{count:,}", style="dim")
     for label, key in (("uncaught exceptions", "uncaughtExceptions"), ("non-replies", "nonReplies"),
                        ("lost active jobs", "lostActiveJobs"), ("replay drifts", "replayDrifts"),
                        ("divergences", "divergences"), ("wrong predictions", "mispredictions")):  # fmt: skip
         table.add_row(label, str(figures[key]), style="red" if figures[key] else None)
-    table.add_row("property modules", figures["pytest"], style=None if pytest_status == 0 else "red")
+    table.add_row("property modules", figures["pytest"], style=None if pytest_status in (0, None) else "red")
     table.add_row("time", f"{seconds:,.1f} s")
     console = Console()
     console.print(table)

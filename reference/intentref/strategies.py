@@ -2,11 +2,15 @@
 
 Use them like ``hypothesis.strategies``::
 
-    from hypothesis import given
+    from hypothesis import given, strategies as st
     from intentref import strategies as ist
 
-    @given(ist.schemas(), ist.data_for_schemas())
-    ...
+    @given(ist.plans("order"), ist.core_candidates(), st.data())
+    def test_order_flow(intentref_target, plan, core, data):
+        with ist.Example(intentref_target) as ex:
+            session = ex.session()
+            task = session.prepare(plan.request)
+            ...
 
 Everything generated is valid by construction unless its name says otherwise:
 
@@ -54,6 +58,7 @@ from ._property_targets import (
     is_bridge_reply,
     issue_paths,
     make_target,
+    separate_sessions,
     step_of,
 )
 from ._strategies_impl import (
@@ -128,6 +133,7 @@ __all__ = [
     "requests",
     "schema_paths",
     "schemas",
+    "separate_sessions",
     "step_of",
     "tool_result",
     "wrong_type_values",
@@ -232,6 +238,7 @@ def _generated(generator: Callable[..., T], *args: Any) -> st.SearchStrategy[T]:
 
     @st.composite
     def strategy(draw: Any) -> T:
+        draw(st.just(None))  # a generator may make no choice at all; composite warns when none is drawn
         return generator(HypothesisDraw(draw), *args)
 
     return strategy()

@@ -222,14 +222,19 @@ def _run(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
     if args.cases and not Path(args.cases).is_dir():
         raise UsageError(f"--cases {args.cases}: not a folder")
-    cases = select(load_cases(Path(args.cases) if args.cases else None), args.level, args.only, args.skip)
     spec = _spec(args)
     started_at = datetime.now(UTC)
     started = time.perf_counter()
+    # The target first: a bad template is a usage error before any work, and a zygote or
+    # server starts up while the fixtures load.
     target, release = make_target(spec, args.era, args.timeout, args.cold_start)
     console = _console()
     first_done: list[float] = []
     try:
+        try:
+            cases = select(load_cases(Path(args.cases) if args.cases else None), args.level, args.only, args.skip)
+        except ValueError as exc:  # a fixture file that does not satisfy fixture.schema.json
+            raise UsageError(str(exc)) from None
         with _progress(console, len(cases)) as advance:
 
             def on_outcome(case: Any, outcome: Any) -> None:

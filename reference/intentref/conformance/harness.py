@@ -151,7 +151,7 @@ class LineChild:
         return response[name]
 
     def close(self) -> None:
-        """Ask the harness to stop; kill it if it does not."""
+        """Ask the harness to stop; kill it if it does not (at once, if it already broke)."""
         if self.proc.poll() is None:
             if self.broken is None:
                 with contextlib.suppress(HarnessBroken, TargetUnsupported):
@@ -161,7 +161,7 @@ class LineChild:
                 assert self.proc.stdin is not None
                 self.proc.stdin.close()
             try:
-                self.proc.wait(timeout=5)
+                self.proc.wait(timeout=5 if self.broken is None else 0.2)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()

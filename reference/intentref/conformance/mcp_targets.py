@@ -57,7 +57,7 @@ from .mcp_transport import (
 from .targets import ConfigRejected, Reply, Run, Session, TargetUnsupported
 
 DEFAULT_TIMEOUT: Final = 10.0
-PREFETCH: Final = 2  # servers of upcoming configured runs started ahead (StdioTarget.expect_runs)
+PREFETCH: Final = 1  # servers of upcoming configured runs started ahead (StdioTarget.expect_runs)
 ERAS: Final = {"2026": "2026-07-28", "legacy": "legacy"}  # our name -> Client(mode=...)
 PLACEHOLDERS: Final = ("config", "maxJobs", "maxReplayEntries", "maxReplayBytes", "jobTtlMs", "replayTtlMs")
 OPTION_PLACEHOLDERS: Final = PLACEHOLDERS[1:]
@@ -294,13 +294,19 @@ class Connection:
                 raise TargetUnsupported(
                     f"the server's JSON-RPC layer refused a lone-surrogate escape ({exc.message})"
                 ) from None
-            self.broken = _describe(exc)
-            raise RuntimeError(f"{tool} failed: {self.broken}") from None
+            raise self._broke(tool, exc) from None
         except BaseException as exc:
-            self.broken = _describe(exc)
-            hint = f" ({self.info.hint()})" if self.info is not None else ""
-            raise RuntimeError(f"{tool} failed: {self.broken}{hint}") from None
+            raise self._broke(tool, exc) from None
         return reply_of(result)
+
+    def _broke(self, tool: str, exc: BaseException) -> RuntimeError:
+        self.broken = _describe(exc)
+        if self.info is None:
+            return RuntimeError(f"{tool} failed: {self.broken}")
+        deadline = time.monotonic() + 1.0
+        while self.info.returncode is None and time.monotonic() < deadline and not isinstance(exc, TimeoutError):
+            time.sleep(0.01)  # a closed connection is usually a server that exited: say how
+        return RuntimeError(f"{tool} failed: {self.broken} ({self.info.hint()})")
 
     async def _call(self, tool: str, arguments: Any) -> types.CallToolResult:
         assert self._client is not None

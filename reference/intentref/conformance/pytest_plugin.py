@@ -133,10 +133,12 @@ def intentref_target(request: pytest.FixtureRequest) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def _intentref_executor(intentref_target: Any) -> Iterator[Any]:
+def _intentref_executor(request: pytest.FixtureRequest, intentref_target: Any) -> Iterator[Any]:
     from .runner import Executor
 
     executor = Executor(intentref_target)
+    # The selected cases, so a target that starts servers ahead knows which ones are due.
+    executor.plan([item.case for item in request.session.items if isinstance(item, ConformanceCase)])
     try:
         yield executor
     finally:

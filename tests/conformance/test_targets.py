@@ -1,0 +1,282 @@
+"""The fixture suite against the reference through every target the runner has.
+
+In process, over real stdio in both MCP eras (the bundled server, forked from the
+zygote), over streamable HTTP (the bundled server on 127.0.0.1, both eras), and behind
+the JSON-lines harness: every target must give each case the verdict the in-process
+reference gives it, or say why it cannot ask (unsupported).  The runs start together
+in threads -- they mostly wait on their servers -- and every test below reads them.
+
+``MCP_DIVERGENCES`` would list cases where the reference's MCP adapter may answer
+differently from its Bridge; it is empty, and may only shrink: an entry that agrees again
+fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from intentref.conformance import baseline, mcp_targets
+from intentref.conformance.fixtures import Case, load_cases, select
+from intentref.conformance.harness import HarnessTarget, dumps_wire
+from intentref.conformance.mcp_targets import CommandTemplate, HttpReference, HttpTarget, StdioTarget
+from intentref.conformance.runner import execute
+from intentref.conformance.script import ERRORED, FAILED, PASSED, UNSUPPORTED, CaseOutcome
+from intentref.conformance.targets import InProcessTarget, load_instances
+
+Outcomes = dict[str, CaseOutcome]
+
+# Case ids where an MCP target may answer differently from the in-process Bridge, with the
+# reason in a comment; none at the moment.  An entry that agrees again fails the test.
+MCP_DIVERGENCES: frozenset[str] = frozenset()
+# The HTTP server cannot be configured per case, so only the shared-run cases can run there;
+# these areas are about sessions, replay, lifecycle and the envelope, where the transport
+# can make a difference (every call over HTTP is a request of its own, so not all areas).
+HTTP_AREAS = ("BRG-*", "ENV-*", "IDM-*", "LIF-*", "SRV-*")
+HARNESS = [sys.executable, "-m", "intentref.conformance.harness_reference"]
+# A case with its own configuration costs a server process; the 2026 era runs them all, the
+# legacy era every fourth (and every shared-run case), to keep the test budget.
+# INTENTREF_CONFORMANCE_FULL=1 runs every case in both eras.
+FULL = os.environ.get("INTENTREF_CONFORMANCE_FULL") == "1"
+
+
+def _legacy_selection(cases: list[Case]) -> list[Case]:
+    if FULL:
+        return cases
+    own = [c for c in cases if c.bridge_options or "setup" in c.data]
+    sampled = {c.id for c in own[::4]}
+    return [c for c in cases if not (c.bridge_options or "setup" in c.data) or c.id in sampled]
+
+
+def _run(target_factory: Callable[[], Any], cases: list[Case]) -> Outcomes:
+    target = target_factory()
+    try:
+        return {o.case_id: o for o in execute(cases, target)}
+    finally:
+        target.close()
+
+
+def _http(era: str, cases: list[Case]) -> Outcomes:
+    server = HttpReference(load_instances())
+    try:
+        return _run(lambda: HttpTarget(server.url, era), cases)
+    finally:
+        server.close()
+
+
+@pytest.fixture(scope="module")
+def cases() -> list[Case]:
+    return load_cases()
+
+
+@pytest.fixture(scope="module")
+def runs(cases: list[Case]) -> Iterator[dict[str, Future[Outcomes]]]:
+    http_cases = select(cases, None, list(HTTP_AREAS), [])
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        yield {
+            "in-process": pool.submit(_run, InProcessTarget, cases),
+            "stdio-2026": pool.submit(_run, lambda: StdioTarget.reference("2026"), cases),
+            "stdio-legacy": pool.submit(_run, lambda: StdioTarget.reference("legacy"), _legacy_selection(cases)),
+            "harness": pool.submit(_run, lambda: HarnessTarget(HARNESS), cases),
+            "http-2026": pool.submit(_http, "2026", http_cases),
+            "http-legacy": pool.submit(_http, "legacy", http_cases),
+        }
+
+
+def _tally(outcomes: Outcomes) -> Counter[str]:
+    return Counter(o.outcome for o in outcomes.values())
+
+
+def _agree(name: str, outcomes: Outcomes, reference: Outcomes, divergences: frozenset[str] = frozenset()) -> None:
+    """Every case both could ask has the in-process verdict; the counts follow from that."""
+    asked = {k for k, o in outcomes.items() if o.outcome != UNSUPPORTED}
+    disagree = {
+        k: (outcomes[k].outcome, reference[k].outcome, (outcomes[k].mismatches or [outcomes[k].detail])[:1])
+        for k in asked
+        if reference[k].outcome != UNSUPPORTED and outcomes[k].outcome != reference[k].outcome
+    }
+    unexpected = {k: v for k, v in disagree.items() if k not in divergences}
+    assert not unexpected, f"{name} disagrees with the in-process reference: {unexpected}"
+    stale = sorted(k for k in divergences if k in asked and k not in disagree)
+    assert not stale, f"{name} agrees again on {stale}: remove them from the known divergences"
+    # The cases only this target can ask (the MCP envelope ones) must pass too.
+    only_here = {k: outcomes[k].outcome for k in asked if reference[k].outcome == UNSUPPORTED}
+    assert all(v == PASSED for v in only_here.values()), only_here
+    tally = _tally(outcomes)
+    assert tally[ERRORED] == 0, [k for k, o in outcomes.items() if o.outcome == ERRORED]
+    # The passed cases: the in-process ones, minus what this target cannot ask, plus what
+    # only it can, minus the known divergences.
+    lost = sum(1 for k, o in outcomes.items() if o.outcome == UNSUPPORTED and reference[k].outcome == PASSED)
+    reference_passed = sum(1 for k in outcomes if reference[k].outcome == PASSED)
+    assert tally[PASSED] == reference_passed - lost + len(only_here) - len(disagree)
+
+
+def test_in_process_passes_every_case(runs: dict[str, Future[Outcomes]], cases: list[Case]) -> None:
+    outcomes = runs["in-process"].result()
+    assert len(outcomes) == len(cases)
+    bad = {k: (o.outcome, (o.mismatches or [o.detail])[:2]) for k, o in outcomes.items() if o.outcome in (FAILED, ERRORED)}
+    assert not bad, f"the reference fails its own fixtures: {bad}"
+    # Only the MCP-envelope cases are out of its reach.
+    assert {k for k, o in outcomes.items() if o.outcome == UNSUPPORTED} == {c.id for c in cases if c.transport == "mcp"}
+
+
+@pytest.mark.parametrize("era", ["2026", "legacy"])
+def test_stdio_agrees_with_in_process(runs: dict[str, Future[Outcomes]], cases: list[Case], era: str) -> None:
+    outcomes, reference = runs[f"stdio-{era}"].result(), runs["in-process"].result()
+    assert len(outcomes) == len(cases if era == "2026" else _legacy_selection(cases))
+    _agree(f"stdio ({era})", outcomes, reference, MCP_DIVERGENCES)
+    # Every MCP-envelope case runs here, and nothing is unsupported for a reason other than
+    # two stdio decisions (D-CNF-001, D-CNF-003).
+    assert all(o.outcome == PASSED for k, o in outcomes.items() if reference[k].outcome == UNSUPPORTED)
+    reasons = {o.detail.split(" (")[0] for o in outcomes.values() if o.outcome == UNSUPPORTED}
+    assert reasons <= {
+        "inspects the configuration error, which MCP does not carry: the server only refuses to start",
+        "needs two connections to one Bridge with these options; over stdio each connection is its own server process",
+    }, reasons
+
+
+def test_harness_agrees_with_in_process(runs: dict[str, Future[Outcomes]]) -> None:
+    outcomes, reference = runs["harness"].result(), runs["in-process"].result()
+    _agree("harness", outcomes, reference)
+    assert {k: o.outcome for k, o in outcomes.items()} == {k: o.outcome for k, o in reference.items()}
+
+
+@pytest.mark.parametrize("era", ["2026", "legacy"])
+def test_http_agrees_with_in_process(runs: dict[str, Future[Outcomes]], era: str) -> None:
+    outcomes, reference = runs[f"http-{era}"].result(), runs["in-process"].result()
+    _agree(f"http ({era})", outcomes, reference, MCP_DIVERGENCES)
+    tally = _tally(outcomes)
+    assert tally[PASSED] > len(outcomes) // 2  # most of the slice really ran over HTTP
+    details = " ".join(o.detail for o in outcomes.values() if o.outcome == UNSUPPORTED)
+    if era == "2026":
+        assert "D-MCP-003" in details  # several connections cannot exist in this era
+    assert "Bridge options cannot be set" in details
+
+
+# --------------------------------------------------------------------------- the pieces
+
+
+def test_command_template_drops_unset_optional_groups() -> None:
+    template = CommandTemplate.parse("server --config {config} [--max-jobs {maxJobs}] [--ttl {jobTtlMs}]")
+    assert template.render("/c.json", {}) == ["server", "--config", "/c.json"]
+    assert template.render("/c.json", {"maxJobs": 3}) == ["server", "--config", "/c.json", "--max-jobs", "3"]
+    assert template.unsupported({"maxJobs": 1, "jobTtlMs": 5}) is None
+    assert "maxReplayBytes" in (template.unsupported({"maxReplayBytes": 9}) or "")
+    # An option without [ ] is always passed, so a run without it cannot be made.
+    fixed = CommandTemplate.parse("server {config} --max-jobs {maxJobs}")
+    assert fixed.unsupported({}) is not None and fixed.unsupported({"maxJobs": 2}) is None
+    # A value that is not a JSON integer reaches the server as JSON text, for it to refuse.
+    assert template.render("c", {"maxJobs": True})[-1] == "true"
+    with pytest.raises(ValueError, match="placeholder"):
+        CommandTemplate.parse("server {config} {nope}")
+    with pytest.raises(ValueError, match="unclosed"):
+        CommandTemplate.parse("server {config} [--max-jobs {maxJobs}")
+    with pytest.raises(ValueError, match="config"):
+        StdioTarget("server --max-jobs {maxJobs}")
+
+
+def test_connections_of_counts_reopened_sessions() -> None:
+    steps = [{"op": "prepare"}, {"op": "prepare", "session": "other"}, {"op": "close"}, {"op": "sleep", "ms": 1},
+             {"op": "accept"}]  # fmt: skip
+    assert mcp_targets.connections_of({"steps": steps}) == 3
+    assert mcp_targets.connections_of({"steps": [{"op": "prepare"}, {"op": "accept"}]}) == 1
+    assert mcp_targets.verdict_only({"ok": True}) and mcp_targets.verdict_only({"$not": {"ok": True}})
+    assert not mcp_targets.verdict_only({"$subset": {"code": "CONFIG_INVALID"}})
+
+
+def test_dumps_wire_writes_lone_surrogates_as_escapes() -> None:
+    text = dumps_wire({"a": "x\ud800y", "中": "\U0001f600"})
+    assert text == '{"a":"x\\ud800y","中":"\U0001f600"}'
+    assert json.loads(text) == {"a": "x\ud800y", "中": "\U0001f600"}
+
+
+def test_reply_envelope_is_strict_json_equality() -> None:
+    import mcp_types as types
+
+    def result(text: str, structured: Any, is_error: bool = False) -> types.CallToolResult:
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=structured,
+                                    is_error=is_error)  # fmt: skip
+
+    assert mcp_targets.reply_of(result('{"kind":"task","n":1}', {"kind": "task", "n": 1})).envelope == {
+        "isError": False, "textIsReply": True}  # fmt: skip
+    assert mcp_targets.reply_of(result('{"n": 1.0, "kind": "task"}', {"kind": "task", "n": 1})).envelope["textIsReply"]
+    assert not mcp_targets.reply_of(result('{"kind":"task","n":true}', {"kind": "task", "n": 1})).envelope["textIsReply"]
+    assert not mcp_targets.reply_of(result("not json", {"kind": "task"})).envelope["textIsReply"]
+
+
+def test_baseline_formats(tmp_path: Any) -> None:
+    (tmp_path / "a.json").write_text('["BRG-0001", "CAN-0002"]')
+    (tmp_path / "b.json").write_text('{"expectedFailures": ["BRG-0001"]}')
+    (tmp_path / "c.json").write_text('{"BRG-0001": "decided differently"}')
+    (tmp_path / "d.txt").write_text("# known\nBRG-0001  # why\n\nCAN-0002\n")
+    assert list(baseline.load(tmp_path / "a.json")) == ["BRG-0001", "CAN-0002"]
+    assert list(baseline.load(tmp_path / "b.json")) == ["BRG-0001"]
+    assert baseline.load(tmp_path / "c.json") == {"BRG-0001": "decided differently"}
+    assert baseline.load(tmp_path / "d.txt") == {"BRG-0001": "why", "CAN-0002": ""}
+    (tmp_path / "e.txt").write_text("not an id\n")
+    with pytest.raises(baseline.BaselineError):
+        baseline.load(tmp_path / "e.txt")
+    outcomes = [CaseOutcome("BRG-0001", PASSED), CaseOutcome("CAN-0002", FAILED), CaseOutcome("CAN-0003", ERRORED)]
+    verdict = baseline.judge(outcomes, {"BRG-0001": "", "CAN-0002": "", "RPY-0001": ""})
+    assert (verdict.stale, verdict.expected, verdict.unexpected, verdict.not_run) == (
+        ["BRG-0001"], ["CAN-0002"], ["CAN-0003"], ["RPY-0001"])  # fmt: skip
+    assert not verdict.ok
+    assert baseline.judge([CaseOutcome("CAN-0002", FAILED)], {"CAN-0002": ""}).ok
+
+
+# --------------------------------------------------------------------------- a server that breaks
+
+FAKE_SERVER = r'''
+import json, sys, time
+TASK = {"kind": "task", "jobId": "j", "stepToken": "t", "stage": "core", "instructions": "i", "payload": "{}",
+        "format": {"kind": "json_object"}}
+for line in sys.stdin:
+    message = json.loads(line)
+    method, ident = message.get("method"), message.get("id")
+    if ident is None:
+        continue
+    if method == "initialize":
+        result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "fake", "version": "0"}}
+    elif method == "tools/list":
+        result = {"tools": []}
+    else:
+        text = message["params"]["arguments"].get("input")
+        if text == "crash":
+            sys.exit(3)
+        if text == "hang":
+            time.sleep(60)
+        result = {"content": [{"type": "text", "text": json.dumps(TASK)}], "structuredContent": TASK, "isError": False}
+    print(json.dumps({"jsonrpc": "2.0", "id": ident, "result": result}), flush=True)
+'''
+
+
+def _prepare_case(case_id: str, text: str) -> dict[str, Any]:
+    return {"id": case_id, "description": f"prepare {text}", "requirements": ["R-BRG-006"], "level": "normative",
+            "steps": [{"op": "prepare", "args": {"instance": "default", "input": text}, "expect": {"$task": {}}}]}  # fmt: skip
+
+
+def test_a_crash_or_a_hang_errors_one_case_and_the_next_gets_a_new_server(tmp_path: Any) -> None:
+    server = tmp_path / "fake_server.py"
+    server.write_text(FAKE_SERVER, "utf-8")
+    folder = tmp_path / "cases"
+    folder.mkdir()
+    steps = [("BRG-9001", "fine"), ("BRG-9002", "crash"), ("BRG-9003", "fine"), ("BRG-9004", "hang"), ("BRG-9005", "fine")]
+    document = {"area": "BRG", "title": "a breaking server", "cases": [_prepare_case(i, t) for i, t in steps]}
+    (folder / "brg.json").write_text(json.dumps(document), "utf-8")
+    target = StdioTarget(f"{sys.executable} {server} {{config}}", era="legacy", timeout=1.5)
+    try:
+        outcomes = {o.case_id: o for o in execute(load_cases(folder), target)}
+    finally:
+        target.close()
+    assert {k: o.outcome for k, o in outcomes.items()} == {
+        "BRG-9001": PASSED, "BRG-9002": ERRORED, "BRG-9003": PASSED, "BRG-9004": ERRORED, "BRG-9005": PASSED}  # fmt: skip
+    assert "exit status 3" in outcomes["BRG-9002"].detail
+    assert "no answer within the timeout" in outcomes["BRG-9004"].detail

@@ -1,0 +1,156 @@
+"""Reference behaviour the conformance cases do not pin down, each tied to its spec entry.
+
+Written to kill mutants that survived the conformance cases, the core and Bridge tests
+and the properties: each test states a rule the reference must follow (not the text of
+its code), so a mutant it kills was a real fault.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from wire_checks import error_faults
+
+from intentref import Intent, IntentParseError
+from intentref.bridge import create_intent_bridge
+from intentref.schema_subset import Definition
+
+SCHEMA = {"type": "object", "properties": {"orderId": {"type": "string"}}}
+
+
+def _config_error(make: Any) -> dict[str, Any]:
+    with pytest.raises(IntentParseError) as raised:
+        make()
+    return raised.value.to_json()
+
+
+# --------------------------------------------------------------------------- D-SCH-001
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [("été", True), ("Ωmega", True), ("中文", True), ("p{L}", False), ("abc1", False), ("", False)],
+)
+def test_patterns_use_the_ecma_u_flag(value, ok):
+    # spec: D-SCH-001 -- ECMA-262 with the u flag: \p{L} is the letter class, not "p{L}".
+    definition = Definition.from_schema(
+        {"type": "object", "properties": {"word": {"type": "string", "pattern": "^\\p{L}+$"}}}
+    )
+    errors = definition.validate(("word",), {"word": value})
+    assert (errors == []) is ok, errors
+    if not ok:
+        assert [e.path for e in errors] == ["/data/word"]
+
+
+def test_a_pattern_seen_for_the_first_time_is_compiled_and_applied():
+    # spec: D-SCH-001 -- a pattern never used before in this process is still applied.
+    unique = f"^x{time.monotonic_ns()}$"
+    definition = Definition.from_schema({"type": "object", "properties": {"v": {"type": "string", "pattern": unique}}})
+    assert definition.validate(("v",), {"v": unique[1:-1]}) == []
+    assert [e.path for e in definition.validate(("v",), {"v": "y"})] == ["/data/v"]
+
+
+# --------------------------------------------------------------------------- D-ERR-001, D-ERR-002
+
+BAD_BRIDGE_OPTIONS = [
+    ({"maxJobs": 0}, "/maxJobs"),
+    ({"maxJobs": 2147483648}, "/maxJobs"),
+    ({"maxReplayEntries": -1}, "/maxReplayEntries"),
+    ({"maxReplayBytes": 1.5}, "/maxReplayBytes"),
+    ({"jobTtlMs": -1}, "/jobTtlMs"),
+    ({"replayTtlMs": "0"}, "/replayTtlMs"),
+    ({"maxJobs": True}, "/maxJobs"),
+    ({"surprise": 1}, "/surprise"),
+    ({"a/b": 1}, "/a~1b"),
+]
+
+
+@pytest.mark.parametrize(("options", "path"), BAD_BRIDGE_OPTIONS)
+def test_a_bad_bridge_option_is_config_invalid_with_one_self_issue(options, path):
+    # spec: D-ERR-001 D-ERR-002 -- CONFIG_INVALID, stage config, one issue filed as config at the member.
+    err = _config_error(lambda: create_intent_bridge({"instances": {"order": Intent({"schema": SCHEMA})}, **options}))
+    assert error_faults(err) == []
+    assert (err["code"], err["stage"]) == ("CONFIG_INVALID", "config")
+    assert [(i["code"], i["category"], i["path"]) for i in err["issues"]] == [("CONFIG_INVALID", "config", path)]
+    assert err["issues"][0]["message"] == err["message"]
+
+
+@pytest.mark.parametrize(
+    ("config", "path"),
+    [
+        ("not an object", ""),
+        ({}, "/instances"),
+        ({"instances": {}}, "/instances"),
+        ({"instances": []}, "/instances"),
+        ({"instances": {"order": {"schema": SCHEMA}}}, "/instances/order"),
+        ({"instances": {"a/b": "x"}}, "/instances/a~1b"),
+    ],
+)
+def test_a_bad_bridge_config_is_config_invalid_with_its_pointer(config, path):
+    # spec: D-ERR-001 D-ERR-002
+    err = _config_error(lambda: create_intent_bridge(config))
+    assert error_faults(err) == []
+    assert (err["code"], err["stage"]) == ("CONFIG_INVALID", "config")
+    assert [(i["code"], i["category"], i["path"]) for i in err["issues"]] == [("CONFIG_INVALID", "config", path)]
+
+
+@pytest.mark.parametrize(
+    ("config", "path"),
+    [
+        ({"language": " ", "schema": SCHEMA}, "/language"),
+        ({"language": 7, "schema": SCHEMA}, "/language"),
+        ({"schema": SCHEMA, "repairAttempts": 9}, "/repairAttempts"),
+        ({"schema": SCHEMA, "repairAttempts": -1}, "/repairAttempts"),
+        ({"schema": SCHEMA, "extra": 1}, "/extra"),
+    ],
+)
+def test_a_bad_intent_config_is_config_invalid_with_its_pointer(config, path):
+    # spec: D-ERR-001 D-ERR-002
+    err = _config_error(lambda: Intent(config))
+    assert error_faults(err) == []
+    assert (err["code"], err["stage"]) == ("CONFIG_INVALID", "config")
+    assert [(i["code"], i["category"], i["path"]) for i in err["issues"]] == [("CONFIG_INVALID", "config", path)]
+
+
+@pytest.mark.parametrize(
+    ("schema", "code", "path"),
+    [
+        ({"type": "object", "properties": {"n": {"type": "number", "multipleOf": 0}}}, "SCHEMA_UNSUPPORTED", "/properties/n/multipleOf"),
+        ({"type": "object", "properties": {"n": {"type": "array", "uniqueItems": 1}}}, "SCHEMA_UNSUPPORTED", "/properties/n/uniqueItems"),
+        ({"type": "object", "properties": {"n": {"examples": {}}}}, "SCHEMA_UNSUPPORTED", "/properties/n/examples"),
+        ({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "properties": {}}, "SCHEMA_UNSUPPORTED", "/$schema"),
+        ({"type": "object", "properties": {"n": {"enum": list(range(10_000))}}}, "LIMIT_EXCEEDED", "/properties/n/enum"),
+    ],
+)  # fmt: skip
+def test_a_definition_outside_the_subset_is_refused_with_a_message(schema, code, path):
+    # spec: D-ERR-001 D-ERR-006 R-SCH-001 -- a code, stage config, the pointer, and a real message.
+    err = _config_error(lambda: Intent({"schema": schema}))
+    assert error_faults(err) == []
+    assert (err["code"], err["stage"]) == (code, "config")
+    assert [(i["code"], i["category"], i["path"]) for i in err["issues"]] == [(code, "config", path)]
+
+
+# --------------------------------------------------------------------------- R-RPY-009, D-BRG-016
+
+
+def test_expires_at_is_the_deadline_on_the_real_wall_clock():
+    # spec: R-RPY-009 D-BRG-016 -- prepare time + jobTtlMs, as toISOString() writes it, in UTC.
+    bridge = create_intent_bridge({"instances": {"order": Intent({"schema": SCHEMA})}, "jobTtlMs": 60_000})
+    before = time.time()
+    task = bridge.connect().prepare({"instance": "order", "input": "查询订单 000123"})
+    after = time.time()
+    deadline = datetime.strptime(task["expiresAt"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
+    assert before + 60 - 0.002 <= deadline <= after + 60 + 0.002
+
+
+# --------------------------------------------------------------------------- the Python API
+
+
+def test_the_repr_of_an_error_names_its_class_code_and_stage():
+    err = _config_error(lambda: Intent({"language": " ", "schema": SCHEMA}))
+    with pytest.raises(IntentParseError) as raised:
+        Intent({"language": " ", "schema": SCHEMA})
+    assert repr(raised.value) == (f"IntentParseError('CONFIG_INVALID', stage='config', message={err['message']!r})")
