@@ -246,7 +246,8 @@ def summarize(stage: pathlib.Path, repo: pathlib.Path, results_text: str) -> Sum
     listed = equivalent_entries(repo)
     surviving = set(survivors)
     diffs = mutant_diffs(stage, survivors)
-    equivalent, stale = [], []
+    equivalent: list[str] = []
+    stale: list[str] = []
     for name, code in listed.items():
         same = name in surviving and any(code in line for line in diffs.get(name, []))
         (equivalent if same else stale).append(name)

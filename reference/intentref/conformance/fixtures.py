@@ -37,7 +37,8 @@ class Case:
 
 
 def fixture_schema() -> dict[str, Any]:
-    return json.loads((data_dir("conformance") / "fixture.schema.json").read_text("utf-8"))
+    schema: dict[str, Any] = json.loads((data_dir("conformance") / "fixture.schema.json").read_text("utf-8"))
+    return schema
 
 
 def fixture_files(folder: pathlib.Path | None = None) -> list[pathlib.Path]:

@@ -88,7 +88,8 @@ class LineChild:
 
     def _read_stderr(self) -> None:
         assert self.proc.stderr is not None
-        for chunk in iter(lambda: self.proc.stderr.read1(4096) if self.proc.stderr else b"", b""):
+        # read1: whatever is there, so a chatty harness's stderr never blocks it.
+        for chunk in iter(lambda: self.proc.stderr.read1(4096) if self.proc.stderr else b"", b""):  # type: ignore[attr-defined]
             self._stderr += chunk
             del self._stderr[:-_STDERR_TAIL]
 

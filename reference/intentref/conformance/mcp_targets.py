@@ -175,7 +175,7 @@ def connections_of(case: dict[str, Any]) -> int:
 
 def verdict_only(expect: Any) -> bool:
     """A construction expectation MCP can check: only whether the server starts (D-CNF-003)."""
-    return expect == {"ok": True} or expect == {"$not": {"ok": True}}
+    return bool(expect == {"ok": True} or expect == {"$not": {"ok": True}})
 
 
 def _same_json(a: Any, b: Any) -> bool:
@@ -433,7 +433,12 @@ class _Portal:
 
     def close(self) -> None:
         with self._lock:
-            self._portal = None
+            portal, self._portal = self._portal, None
+            if portal is not None:
+                # Cancel whatever a caller left open (a run never closed): a plain exit would
+                # wait for those connections forever.  Their transports still stop their servers.
+                with contextlib.suppress(RuntimeError):
+                    portal.call(portal.stop, True)
             self._stack.close()
 
 

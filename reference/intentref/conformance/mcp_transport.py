@@ -167,6 +167,7 @@ class ForkedProcess:
         self._stdout = stdout
         self._stderr = stderr
         self._returncode: int | None = None
+        self._pending = b""  # the part of the status line read so far
 
     @classmethod
     async def start(cls, socket_path: str, argv: list[str]) -> ForkedProcess:
@@ -196,9 +197,16 @@ class ForkedProcess:
         process.pid = int(line)
         return process
 
+    def _take_line(self) -> bytes | None:
+        line, newline, rest = self._pending.partition(b"\n")
+        if not newline:
+            return None
+        self._pending = rest
+        return line
+
     async def _line(self) -> bytes:
-        data = b""
-        while not data.endswith(b"\n"):
+        """The next line from the zygote (the pid, then the exit status); b"" if it hung up."""
+        while (line := self._take_line()) is None:
             try:
                 chunk = self._sock.recv(64)
             except BlockingIOError:
@@ -207,13 +215,32 @@ class ForkedProcess:
             except OSError:
                 return b""
             if not chunk:
-                return data
-            data += chunk
-        return data
+                return b""
+            self._pending += chunk
+        return line
 
     @property
     def returncode(self) -> int | None:
+        if self._returncode is None:
+            self._poll()  # the watcher may have been cancelled: read the status without it
         return self._returncode
+
+    def _poll(self) -> None:
+        line = self._take_line()
+        if line is None:
+            try:
+                data = self._sock.recv(64)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                data = b""
+            if not data:  # the zygote hung up without a status
+                self._returncode = -1
+                return
+            self._pending += data
+            line = self._take_line()
+        if line is not None:
+            self._returncode = int(line) if line.strip() else -1
 
     async def write(self, data: bytes) -> None:
         if self._stdin is None:
@@ -231,8 +258,8 @@ class ForkedProcess:
         return _read_fd(self._stderr)
 
     async def watch(self) -> None:
-        line = await self._line()  # the zygote writes the status when it reaps the server
-        self._returncode = int(line) if line.strip() else -1
+        while self.returncode is None:  # the zygote writes the status when it reaps the server
+            await anyio.wait_readable(self._sock)
 
     def signal(self, signum: int) -> None:
         if self._returncode is None:

@@ -78,7 +78,7 @@ class ConformanceCase(pytest.Function):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, CaseFailed):
             return str(excinfo.value)
-        return super().repr_failure(excinfo, style=style)
+        return super().repr_failure(excinfo, style=style)  # type: ignore[call-arg]
 
 
 class CaseFailed(Exception):

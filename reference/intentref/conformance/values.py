@@ -109,7 +109,7 @@ def _operator(value: Any, table: dict[str, Any]) -> str | None:
         if len(ops) > 1:
             raise FixtureError(f"one operator per object, got {ops}")
         if ops:
-            return ops[0]
+            return str(ops[0])
     return None
 
 
