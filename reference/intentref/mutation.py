@@ -45,7 +45,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # The repository root of a checkout: reference/intentref/mutation.py -> ../..
-_REPO = pathlib.Path(__file__).resolve().parent.parent.parent
+def _find_repo() -> pathlib.Path:
+    """The checkout to mutate: the one this module lives in (editable install), else the
+    current directory (a non-editable install run from a clone, as CI does)."""
+    for candidate in (pathlib.Path(__file__).resolve().parent.parent.parent, pathlib.Path.cwd()):
+        if (candidate / "pyproject.toml").exists() and (candidate / "reference" / "intentref").is_dir():
+            return candidate
+    return pathlib.Path.cwd()
+
+
+_REPO = _find_repo()
 
 # --smoke: two small modules and the tests that reach them; CI runs it.
 SMOKE_MUTATE = ["src/intentref/text.py", "src/intentref/jsonpointer.py"]
