@@ -352,11 +352,11 @@ class Walker:
         self.jobs: list[JobModel] = []
         self.calls: list[Any] = []
         self._last_wire: str | None = None
-        self._connect()
+        self._new_session()
 
     # --- plumbing --------------------------------------------------------------------------
 
-    def _connect(self) -> None:
+    def _new_session(self) -> None:
         self.sessions.append(self.run.connect())
         self.names.append("main" if len(self.names) == 0 else f"s{len(self.names) + 1}")
 
@@ -399,7 +399,7 @@ class Walker:
         with contextlib.suppress(Exception):  # a broken connection may not close cleanly
             session.close()
         if not self._open():
-            self._connect()
+            self._new_session()
 
     def _fail(self, counter: str, text: str) -> None:
         setattr(self.tally, counter, getattr(self.tally, counter) + 1)
@@ -568,7 +568,7 @@ class Walker:
         jobs = self._jobs()
         others = self._open()
         if not jobs or len(others) < 2:
-            return self._connect_session()
+            return self._connect()
         job = self.d.choice(jobs)
         index = self.d.choice([i for i in others if i != job.owner])
         if self.d.boolean():
@@ -636,9 +636,9 @@ class Walker:
         if reply is not None and (reply["kind"] != "error" or reply["error"]["code"] not in KEEPS_JOB):
             self._fail("mispredictions", f"{defect} was answered {reply}")
 
-    def _connect_session(self) -> None:
+    def _connect(self) -> None:  # the "connect" action
         if len(self._open()) < self.max_sessions:
-            self._connect()
+            self._new_session()
 
     def _close(self) -> None:
         from ._property_targets import Call

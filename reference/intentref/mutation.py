@@ -44,6 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+
 # The repository root of a checkout: reference/intentref/mutation.py -> ../..
 def _find_repo() -> pathlib.Path:
     """The checkout to mutate: the one this module lives in (editable install), else the
@@ -155,6 +156,9 @@ def profile_config(base: dict[str, Any], smoke: bool, paths: Sequence[str]) -> d
     if smoke:
         config["only_mutate"] = list(SMOKE_MUTATE)
         config["pytest_add_cli_args_test_selection"] = list(SMOKE_TESTS)
+        # The smoke's mutants that hang (a pointer loop that never advances) should cost
+        # seconds, not the full run's allowance: the CI budget is two minutes.
+        config["timeout_multiplier"] = 2.0
     if paths:
         config["only_mutate"] = [_stage_path(path) for path in paths]
     return config

@@ -80,7 +80,7 @@ def test_project_supplies_its_own_target_fixture(tmp_path: Path) -> None:
 
         @pytest.fixture(scope="session")
         def intentref_target():
-            return faulty_target("input_trimmed")
+            return faulty_target("ids_from_zero")
     """), "utf-8")  # fmt: skip
     result = pytest_in(tmp_path, "--intentref", "-x", "-q")
     assert counts(result.stdout).get("failed") == 1, result.stdout[-2000:]
@@ -88,7 +88,7 @@ def test_project_supplies_its_own_target_fixture(tmp_path: Path) -> None:
     assert failed is not None, result.stdout[-2000:]
     # The same case through the runner, in this process: pytest showed its mismatch list.
     case = next(c for c in load_cases() if c.id == failed.group(1))
-    executor = Executor(faulty_target("input_trimmed"))
+    executor = Executor(faulty_target("ids_from_zero"))
     try:
         outcome = executor.run(case)
     finally:

@@ -16,6 +16,7 @@ from wire_checks import error_faults
 
 from intentref import Intent, IntentParseError
 from intentref.bridge import create_intent_bridge
+from intentref.jsontext import CandidateTextError, parse_candidate
 from intentref.schema_subset import Definition
 
 SCHEMA = {"type": "object", "properties": {"orderId": {"type": "string"}}}
@@ -154,3 +155,52 @@ def test_the_repr_of_an_error_names_its_class_code_and_stage():
     with pytest.raises(IntentParseError) as raised:
         Intent({"language": " ", "schema": SCHEMA})
     assert repr(raised.value) == (f"IntentParseError('CONFIG_INVALID', stage='config', message={err['message']!r})")
+
+
+# --------------------------------------------------------------------------- R-RES-056 .. R-RES-058
+
+@pytest.mark.parametrize(
+    ("literal", "value"),
+    [
+        ("9007199254740991.0", 9007199254740991),  # 2^53 - 1 written as a decimal: the largest safe integer
+        ("-9007199254740991.0", -9007199254740991),
+        ("9.007199254740991e15", 9007199254740991),
+        ("1.0", 1),
+        ("-0.0", 0),
+        ("0.5", 0.5),
+    ],
+)
+def test_integral_decimals_up_to_the_safe_limit_are_integers(literal, value):
+    # spec: R-RES-057 D-JSON-003 -- the bound is inclusive, whether written 9007199254740991 or .0.
+    parsed = parse_candidate(f'{{"n": {literal}}}')["n"]
+    assert parsed == value and type(parsed) is type(value)
+
+
+@pytest.mark.parametrize("literal", ["9007199254740992.0", "-9007199254740992.0", "1e16", "1e999", "-1e999",
+                                     "0.1000000000000000055511151231257827"])  # fmt: skip
+def test_numbers_outside_the_rules_are_refused(literal):
+    # spec: R-RES-056 R-RES-057 R-RES-058
+    with pytest.raises(CandidateTextError):
+        parse_candidate(f'{{"n": {literal}}}')
+
+
+# --------------------------------------------------------------------------- D-CFG-003
+
+
+def test_the_executor_receives_instructions_payload_and_format():
+    # spec: D-CFG-003 R-TSK-002 -- executor(model_request) gets exactly {instructions, payload, format}.
+    seen: list[Any] = []
+
+    class Stop(Exception):
+        pass
+
+    def executor(request: dict[str, Any]) -> str:
+        seen.append(request)
+        raise Stop  # after the first request: an executor's own exception propagates (D-ERR-004)
+
+    with pytest.raises(Stop):
+        Intent({"schema": SCHEMA}).parse({"input": "查询订单 000123"}, executor)
+    [request] = seen
+    assert sorted(request) == ["format", "instructions", "payload"]
+    assert isinstance(request["instructions"], str) and isinstance(request["payload"], str)
+    assert request["format"]["kind"] == "json_schema" and request["format"]["name"] == "intent_core"

@@ -43,6 +43,14 @@ ERROR_TABLE: dict[str, tuple[tuple[str, ...], str]] = {
     "INTERNAL_ERROR": (("bridge",), "processing"),
 }
 STAGE_CATEGORY = {("LIMIT_EXCEEDED", "config"): "config", ("LIMIT_EXCEEDED", "input"): "input"}
+# R-DAT-019, R-DAT-020, R-DAT-022: the data issue codes (business information, definition,
+# and the runtime's own DATA_SOURCE_INVALID).  R-ERR-005: an issue's code is one of these or
+# an error code.
+DATA_ISSUE_CODES = frozenset({
+    "DATA_REQUIRED_MISSING", "DATA_AMBIGUOUS", "DATA_CONFLICT", "DATA_DEPENDENCY_MISSING",
+    "DATA_CARDINALITY_MISMATCH", "DATA_VALUE_UNREPRESENTABLE", "DATA_CONSTRAINT_VIOLATED",
+    "DATA_DESCRIPTION_UNDETERMINED", "DATA_SOURCE_INVALID",
+})  # fmt: skip
 
 # ECMA-262 WhiteSpace and LineTerminator (D-TXT-001), independent of intentref.text.
 _BLANK = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
@@ -82,6 +90,9 @@ def error_faults(err: Any, where: str = "error") -> list[str]:
             continue
         if not non_blank(issue.get("message")):
             faults.append(f"{where}/issues/{index}/message: blank or not a string (D-ERR-006)")
+        if issue.get("code") not in ERROR_TABLE and issue.get("code") not in DATA_ISSUE_CODES:
+            faults.append(f"{where}/issues/{index}/code: {issue.get('code')!r} is neither an error code "
+                          "nor a data issue code (R-ERR-005)")  # fmt: skip
         if issue.get("code") == code:
             expected = STAGE_CATEGORY.get((code, stage), category)
             if issue.get("category") != expected:

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import pathlib
-import subprocess
-import sys
 from typing import Any
 
 import jsonschema
@@ -22,56 +19,36 @@ from intentref.conformance.targets import InProcessTarget
 FAULT_NAMES = [name for name, fault in faulty.FAULTS.items() if not fault.envelope_only]
 
 
-@pytest.fixture(scope="module")
-def broken_module(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    """A module of Targets, each the reference with one rule broken (intentref.conformance.faulty)."""
-    folder = tmp_path_factory.mktemp("broken")
-    lines = ["from intentref.conformance.faulty import faulty_target\n"]
-    lines += [f"def {name}():\n    return faulty_target({name!r})\n" for name in FAULT_NAMES]
-    (folder / "broken_targets.py").write_text("".join(lines), "utf-8")
-    return folder
-
-
-def _properties(*args: str, pythonpath: pathlib.Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200"}
-    if pythonpath is not None:
-        env["PYTHONPATH"] = os.pathsep.join([str(pythonpath), env.get("PYTHONPATH", "")])
-    return subprocess.run([sys.executable, "-m", "intentref.cli", "properties", *args], capture_output=True,
-                          text=True, env=env, check=False, timeout=170)  # fmt: skip
-
-
 def _clean(figures: dict[str, Any]) -> None:
     for key in ("uncaughtExceptions", "nonReplies", "lostActiveJobs", "replayDrifts", "divergences", "mispredictions"):
         assert figures[key] == 0, (key, figures)
     assert figures["pytest"] == "passed"
 
 
-def test_the_properties_pass_in_process(tmp_path: pathlib.Path) -> None:
-    done = _properties("--in-process", "--seed", "1", "--calls", "300", "--json", str(tmp_path / "f.json"))
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert " passed" in done.stdout and "failed" not in done.stdout.split("passed")[0][-30:]
-    figures = json.loads((tmp_path / "f.json").read_text("utf-8"))
+def test_the_properties_pass_in_process(runs: Any) -> None:
+    started, folder = runs
+    status, out, err = started["in-process"].result()
+    assert status == 0, out[-3000:] + err[-3000:]
+    figures = json.loads((folder / "in.json").read_text("utf-8"))
     _clean(figures)
     assert figures["propertyCalls"] > 1_000 and figures["campaignCalls"] == 300
 
 
-def test_the_properties_pass_over_stdio(tmp_path: pathlib.Path) -> None:
-    done = _properties("--stdio", "reference", "--profile", "smoke", "--seed", "2", "--calls", "100",
-                       "--json", str(tmp_path / "f.json"))  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    figures = json.loads((tmp_path / "f.json").read_text("utf-8"))
+def test_the_properties_pass_over_stdio(runs: Any) -> None:
+    started, folder = runs
+    status, out, err = started["stdio"].result()
+    assert status == 0, out[-3000:] + err[-3000:]
+    figures = json.loads((folder / "stdio.json").read_text("utf-8"))
     _clean(figures)
     assert figures["target"] == "stdio:reference"
 
 
-def test_a_different_reason_order_is_caught_and_written_as_a_case(broken_module: pathlib.Path,
-                                                                  tmp_path: pathlib.Path) -> None:  # fmt: skip
-    cases_file = tmp_path / "cases.json"
-    done = _properties("--python", "broken_targets:reason_order", "-k", "status_reason", "--seed", "3", "--calls", "0",
-                       "--cases-out", str(cases_file), pythonpath=broken_module)  # fmt: skip
-    assert done.returncode == 1, done.stdout[-3000:]
-    assert "hypothesis seed: 3" in done.stdout and "/reason" in done.stdout
-    document = json.loads(cases_file.read_text("utf-8"))
+def test_a_different_reason_order_is_caught_and_written_as_a_case(runs: Any) -> None:
+    started, folder = runs
+    status, out, _ = started["reason_order"].result()
+    assert status == 1, out[-3000:]
+    assert "hypothesis seed: 3" in out and "/reason" in out
+    document = json.loads((folder / "cases.json").read_text("utf-8"))
     jsonschema.Draft202012Validator(fixture_schema()).validate(document)  # a fixture file as it stands
     case = document["cases"][0]
     reference = InProcessTarget().open(ist.catalog_instances(), {})

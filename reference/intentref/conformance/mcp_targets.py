@@ -18,6 +18,7 @@ shapes everything here (D-CNF-001..004):
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import contextlib
 import json
@@ -60,7 +61,6 @@ DEFAULT_TIMEOUT: Final = 10.0
 PREFETCH: Final = 1  # servers of upcoming configured runs started ahead (StdioTarget.expect_runs)
 ERAS: Final = {"2026": "2026-07-28", "legacy": "legacy"}  # our name -> Client(mode=...)
 PLACEHOLDERS: Final = ("config", "maxJobs", "maxReplayEntries", "maxReplayBytes", "jobTtlMs", "replayTtlMs")
-OPTION_PLACEHOLDERS: Final = PLACEHOLDERS[1:]
 # The bundled CLI: each option flag only when the run sets that option.
 REFERENCE_ARGS: Final = (
     "--config {config} [--max-jobs {maxJobs}] [--max-replay-entries {maxReplayEntries}]"
@@ -232,6 +232,7 @@ class Connection:
         self._client: Client | None = None
         self._ready = threading.Event()  # set once connected, or once the attempt is over
         self._failure: Exception | None = None
+        self._loop: asyncio.AbstractEventLoop = portal.call(asyncio.get_running_loop)
         self._holder = portal.start_task_soon(self._hold, startup_timeout)
         self._holder.add_done_callback(lambda _: self._ready.set())
         if wait:
@@ -284,8 +285,14 @@ class Connection:
     def call(self, tool: str, arguments: Any) -> Reply:
         if self.broken is not None:
             raise RuntimeError(f"the connection is broken: {self.broken}")
+        if not isinstance(arguments, dict):
+            # tools/call carries its arguments as an object; a request that is not one can be
+            # put to a Bridge directly, never through MCP.
+            raise TargetUnsupported(f"MCP tool arguments are an object, and this request is a {type(arguments).__name__}")
         try:
-            result = self._portal.call(self._call, tool, arguments)
+            # Straight onto the loop: a blocking portal's call costs twice as much per hop,
+            # and a suite makes thousands of them.
+            result = asyncio.run_coroutine_threadsafe(self._call(tool, arguments), self._loop).result()
         except MCPError as exc:
             if exc.code == types.PARSE_ERROR and _has_lone_surrogate(arguments):
                 # The server's JSON-RPC layer refused the escape before any tool ran (the
@@ -295,7 +302,7 @@ class Connection:
                     f"the server's JSON-RPC layer refused a lone-surrogate escape ({exc.message})"
                 ) from None
             raise self._broke(tool, exc) from None
-        except BaseException as exc:
+        except Exception as exc:  # a timeout, a closed connection, a malformed answer
             raise self._broke(tool, exc) from None
         return reply_of(result)
 
