@@ -17,40 +17,8 @@ settings.register_profile("ci", max_examples=100, deadline=None, suppress_health
 settings.register_profile("long", max_examples=5_000, deadline=None, suppress_health_check=list(HealthCheck))
 settings.load_profile("long" if __import__("os").environ.get("INTENTREF_LONG") == "1" else "ci")
 
-ORDER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"orderId": {"type": "string", "description": "当前请求中的订单编号，保留前导零。"}},
-    "required": ["orderId"],
-    "additionalProperties": False,
-}
-ORDER_CORE: dict[str, Any] = {
-    "normalizedInput": "查询订单 000123。",
-    "primaryIntent": "查询订单 000123",
-    "requirements": [],
-    "prohibitions": [],
-    "intents": [
-        {
-            "action": "query",
-            "target": "订单 000123",
-            "requirements": [],
-            "blockers": {"clarificationReason": None, "questions": [], "confirmationReason": None, "conditionReason": None},
-        }
-    ],
-}
-ORDER_DATA: dict[str, Any] = {
-    "data": {"orderId": "000123"},
-    "evidence": [{"path": "/data/orderId", "mode": "exact", "sources": [{"sourceId": "input", "quote": "000123"}]}],
-    "descriptionChecks": [
-        {
-            "path": "/data/orderId",
-            "verdict": "satisfied",
-            "explanation": "输入明确提供精确订单编号。",
-            "sources": [{"sourceId": "input", "quote": "000123"}],
-        }
-    ],
-    "fieldResults": [{"path": "/data/orderId", "status": "extracted", "explanation": "输入明确提供编号。"}],
-    "issues": [],
-}
+# The seed order example: one definition, shared with the benchmarks.
+from intentref.examples import ORDER_CORE, ORDER_DATA, ORDER_SCHEMA  # noqa: E402, F401
 
 
 def dumps(value: Any) -> str:

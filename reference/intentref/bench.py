@@ -18,41 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-ORDER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"orderId": {"type": "string", "description": "当前请求中的订单编号，保留前导零。"}},
-    "required": ["orderId"],
-    "additionalProperties": False,
-}
-ORDER_CORE: dict[str, Any] = {
-    "normalizedInput": "查询订单 000123。",
-    "primaryIntent": "查询订单 000123",
-    "requirements": [],
-    "prohibitions": [],
-    "intents": [
-        {
-            "action": "query",
-            "target": "订单 000123",
-            "requirements": [],
-            "blockers": {"clarificationReason": None, "questions": [], "confirmationReason": None, "conditionReason": None},
-        }
-    ],
-}
-ORDER_DATA: dict[str, Any] = {
-    "data": {"orderId": "000123"},
-    "evidence": [{"path": "/data/orderId", "mode": "exact", "sources": [{"sourceId": "input", "quote": "000123"}]}],
-    "descriptionChecks": [
-        {
-            "path": "/data/orderId",
-            "verdict": "satisfied",
-            "explanation": "输入明确提供精确订单编号。",
-            "sources": [{"sourceId": "input", "quote": "000123"}],
-        }
-    ],
-    "fieldResults": [{"path": "/data/orderId", "status": "extracted", "explanation": "输入明确提供编号。"}],
-    "issues": [],
-}
-ORDER_INPUT = "查询订单 000123"
+from .examples import ORDER_CORE, ORDER_DATA, ORDER_INPUT, ORDER_SCHEMA
 
 
 @dataclass

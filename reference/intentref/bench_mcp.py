@@ -25,7 +25,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from .bench import ORDER_CORE, ORDER_INPUT, ORDER_SCHEMA, Figure
+from .bench import Figure
+from .examples import ORDER_CORE, ORDER_INPUT, ORDER_SCHEMA
 from .mcp_server import BENCH_NOOP_ENV, BENCH_NOOP_TOOL
 
 TARGET = 1.25
