@@ -32,7 +32,7 @@ from . import jsonpointer
 from .errors import CANCEL_CODES, IntentParseError, Issue, error, self_issue
 from .intent import Intent
 from .job import Job, Outcome, Task
-from .jsontext import dumps_compact
+from .jsontext import dumps_compact, json_type_name
 from .limits import (
     DEFAULT_MAX_JOBS,
     DEFAULT_MAX_REPLAY_BYTES,
@@ -217,22 +217,8 @@ def _required_text(request: Mapping[str, Any], name: str) -> str:
         raise _bridge_input_error(f"/{name}", f"{name} is required.")
     value = request[name]
     if not isinstance(value, str):
-        raise _bridge_input_error(f"/{name}", f"{name} must be a string, got {_json_type(value)}.")
+        raise _bridge_input_error(f"/{name}", f"{name} must be a string, got {json_type_name(value)}.")
     return value
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, list | tuple):
-        return "array"
-    return type(value).__name__
 
 
 # --------------------------------------------------------------------------- tokens and time
@@ -284,16 +270,16 @@ class _Step(NamedTuple):
 class _Record:
     """Everything the Bridge keeps about one job (spec: R-CAP-008 -- one record per job)."""
 
-    __slots__ = ("end", "expires_at", "job", "job_id", "nbytes", "owner", "steps", "task_bytes", "token")
+    __slots__ = ("end", "expires_at", "job", "job_id", "nbytes", "owner", "steps", "token")
 
     def __init__(self, job_id: str, owner: BridgeSession, job: Job, token: str, task_bytes: int,
                  expires_at: str | None) -> None:  # fmt: skip
+        # task_bytes: the first task reply's JSON size, counted while the job is active.
         self.job_id = job_id
         self.owner = owner
         self.job: Job | None = job  # None once terminal: the Job's memory goes with it
         self.token = _token_bytes(token)  # the current step's token; the last one once terminal
         self.expires_at = expires_at
-        self.task_bytes = task_bytes  # the current task reply's JSON size while active
         self.steps: list[_Step] = []
         # The terminal reply of a job that ended without a submission (cancel, expiry).
         self.end: bytes | None = None
@@ -446,7 +432,6 @@ class _Store:
             return _error_reply(_limit("/candidateText", "the reply to this candidate does not fit maxReplayBytes "
                                        f"({self.options.max_replay_bytes}); the step stays open."))  # fmt: skip
         record.steps = steps
-        record.task_bytes = new_task_bytes
         self._resize(record, new_size)
         if token_after is not None:
             record.job = trial
@@ -459,7 +444,6 @@ class _Store:
     def end(self, record: _Record, exc: IntentParseError, now: float) -> bytes:
         """Make an active job terminal with ``exc`` (cancel, expiry); returns the stored reply."""
         record.end = _stored(_error_reply(exc))
-        record.task_bytes = 0
         self._resize(record, _record_bytes(record.steps, 0, record.end))
         self._to_terminal(record, now)
         # The ended record may have grown (a long detail); active bytes shrank, so reclaiming
@@ -508,7 +492,6 @@ class _Store:
         record = self.records.pop(job_id)
         self.total_bytes -= record.nbytes
         record.owner._job_ids.discard(job_id)
-        record.job = None
 
 
 # --------------------------------------------------------------------------- public objects

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
+from . import jsonpointer
 from .text import has_text
 
 ACTIONS: Final = ("query", "analyze", "generate", "modify", "delete", "execute", "other")  # spec: R-RES-008
@@ -80,13 +81,14 @@ def _is_text(value: Any) -> bool:
     return has_text(value)
 
 
-def _exact_members(node: dict[str, Any], members: tuple[str, ...], path: str) -> Iterator[Violation]:
+def exact_members(node: dict[str, Any], members: tuple[str, ...], path: str) -> Iterator[Violation]:
+    """A violation for each missing member and each unexpected one (both candidate stages use it)."""
     for name in members:
         if name not in node:
             yield f"{path}/{name}", f"{name} is required."
     for name in node:
         if name not in members:
-            yield f"{path}/{name.replace('~', '~0').replace('/', '~1')}", f"unexpected member {name!r}."
+            yield f"{path}/{jsonpointer.escape_token(name)}", f"unexpected member {name!r}."
 
 
 def _texts(value: Any, path: str, what: str) -> Iterator[Violation]:
@@ -127,7 +129,7 @@ def _blockers(candidate: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]
 
 
 def root_has_exactly_the_core_members(candidate: dict[str, Any]) -> Iterator[Violation]:
-    yield from _exact_members(candidate, ROOT_MEMBERS, "")
+    yield from exact_members(candidate, ROOT_MEMBERS, "")
 
 
 def normalized_input_is_text(candidate: dict[str, Any]) -> Iterator[Violation]:
@@ -158,7 +160,7 @@ def intents_is_an_array_of_objects(candidate: dict[str, Any]) -> Iterator[Violat
 
 def intent_has_exactly_the_item_members(candidate: dict[str, Any]) -> Iterator[Violation]:
     for path, item in _items(candidate):
-        yield from _exact_members(item, ITEM_MEMBERS, path)
+        yield from exact_members(item, ITEM_MEMBERS, path)
 
 
 def action_is_known_or_null(candidate: dict[str, Any]) -> Iterator[Violation]:
@@ -185,7 +187,7 @@ def blockers_has_all_four_members(candidate: dict[str, Any]) -> Iterator[Violati
         if "blockers" in item and not isinstance(item["blockers"], dict):
             yield f"{path}/blockers", "blockers must be an object."
     for path, blockers in _blockers(candidate):
-        yield from _exact_members(blockers, BLOCKER_MEMBERS, path)
+        yield from exact_members(blockers, BLOCKER_MEMBERS, path)
 
 
 def blocker_reasons_are_null_or_text(candidate: dict[str, Any]) -> Iterator[Violation]:
@@ -207,7 +209,7 @@ def questions_are_well_formed(candidate: dict[str, Any]) -> Iterator[Violation]:
             if not isinstance(question, dict):
                 yield qpath, "each question must be an object with question and options."
                 continue
-            yield from _exact_members(question, QUESTION_MEMBERS, qpath)
+            yield from exact_members(question, QUESTION_MEMBERS, qpath)
             if "question" in question and not _is_text(question["question"]):
                 yield f"{qpath}/question", "question must be a non-blank string."
             if "options" in question:

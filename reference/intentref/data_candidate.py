@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from . import jsonpointer
+from .core_candidate import exact_members
 from .errors import BUSINESS_ISSUE_CODES, DEFINITION_ISSUE_CODES, RESERVED_ISSUE_CODES, Issue
 from .schema_subset import Definition
 from .text import has_text
@@ -63,15 +64,6 @@ def _is_text(value: Any) -> bool:
     return has_text(value)  # spec: R-DAT-014, D-TXT-001
 
 
-def _exact_members(node: dict[str, Any], members: tuple[str, ...], path: str) -> Iterator[Violation]:
-    for name in members:
-        if name not in node:
-            yield f"{path}/{name}", f"{name} is required."
-    for name in node:
-        if name not in members:
-            yield f"{path}/{jsonpointer.escape_token(name)}", f"unexpected member {name!r}."
-
-
 def _entries(candidate: dict[str, Any], member: str) -> Iterator[tuple[str, dict[str, Any]]]:
     value = candidate.get(member)
     if isinstance(value, list):
@@ -90,7 +82,7 @@ def _sources(value: Any, path: str, ctx: DataContext) -> Iterator[Violation]:
         if not isinstance(source, dict):
             yield spath, "each source must be an object with sourceId and quote."
             continue
-        yield from _exact_members(source, SOURCE_MEMBERS, spath)
+        yield from exact_members(source, SOURCE_MEMBERS, spath)
         source_id, quote = source.get("sourceId"), source.get("quote")
         if not isinstance(source_id, str) or not source_id:
             yield f"{spath}/sourceId", "sourceId must be a non-empty string."
@@ -125,7 +117,7 @@ def _covers(ancestor: str, path: str) -> bool:
 
 
 def root_has_exactly_the_data_members(c: dict[str, Any], ctx: DataContext) -> Iterator[Violation]:
-    yield from _exact_members(c, ROOT_MEMBERS, "")  # spec: R-DAT-002
+    yield from exact_members(c, ROOT_MEMBERS, "")  # spec: R-DAT-002
 
 
 def members_have_their_types(c: dict[str, Any], ctx: DataContext) -> Iterator[Violation]:
@@ -152,7 +144,7 @@ def data_holds_only_selected_fields(c: dict[str, Any], ctx: DataContext) -> Iter
 def evidence_is_well_formed(c: dict[str, Any], ctx: DataContext) -> Iterator[Violation]:
     data = c.get("data") if isinstance(c.get("data"), dict) else {}
     for path, entry in _entries(c, "evidence"):
-        yield from _exact_members(entry, EVIDENCE_MEMBERS, path)
+        yield from exact_members(entry, EVIDENCE_MEMBERS, path)
         pointer = entry.get("path")
         tokens = jsonpointer.split(pointer) if isinstance(pointer, str) else None
         if tokens is None or ctx.selected_field_of(pointer) is None:
@@ -198,7 +190,7 @@ def every_returned_leaf_has_evidence(c: dict[str, Any], ctx: DataContext) -> Ite
 
 def description_checks_are_well_formed(c: dict[str, Any], ctx: DataContext) -> Iterator[Violation]:
     for path, entry in _entries(c, "descriptionChecks"):
-        yield from _exact_members(entry, CHECK_MEMBERS, path)
+        yield from exact_members(entry, CHECK_MEMBERS, path)
         pointer = entry.get("path")
         if pointer != "/data" and ctx.selected_field_of(pointer) is None:
             yield f"{path}/path", f"path must be /data or lie in a selected field, got {pointer!r}."
@@ -229,7 +221,7 @@ def field_results_cover_each_selected_field(c: dict[str, Any], ctx: DataContext)
     # spec: R-SRC-011 -- exactly one conclusion per selected field.
     seen: dict[str, str] = {}
     for path, entry in _entries(c, "fieldResults"):
-        yield from _exact_members(entry, FIELD_RESULT_MEMBERS, path)
+        yield from exact_members(entry, FIELD_RESULT_MEMBERS, path)
         pointer = entry.get("path")
         name = ctx.selected_field_of(pointer)
         if name is None or pointer != ctx.field_path(name):
@@ -279,7 +271,7 @@ def issue_status_has_a_matching_issue(c: dict[str, Any], ctx: DataContext) -> It
 
 def issues_are_well_formed(c: dict[str, Any], ctx: DataContext) -> Iterator[Violation]:
     for path, entry in _entries(c, "issues"):
-        yield from _exact_members(entry, ISSUE_MEMBERS, path)
+        yield from exact_members(entry, ISSUE_MEMBERS, path)
         code, category = entry.get("code"), entry.get("category")
         if code in RESERVED_ISSUE_CODES:
             # spec: R-DAT-022 -- source faults are the runtime's to find, never the model's to file.

@@ -161,18 +161,20 @@ class Job:
         try:
             candidate = parse_candidate(candidate_text)
         except CandidateTextError as exc:
-            return self._contract_fault([(exc.path or "", str(exc))], candidate_text)
+            return self._contract_fault([("", str(exc))], candidate_text)
         if self.state is State.CORE:
             return self._submit_core(candidate, candidate_text)
         return self._submit_data(candidate, candidate_text)
 
     def end(self, code: str, detail: str | None = None, stage: ErrorStage | None = None) -> IntentParseError:
         """End an active job for a reason outside the candidate (cancel, model failure, expiry)."""
+        if code not in _END_MESSAGES:  # a host's own ModelExecutorError subclass with a made-up code
+            raise ValueError(f"{code!r} is not a code a job can end with: {', '.join(_END_MESSAGES)}")
         stage = stage or self.stage
         self._move(Event.ENDED)
         # D-CAN-002: a non-blank detail is kept as the error's one issue, made well-formed.
         issues = [self_issue(code, None, well_formed(detail))] if detail and detail.strip() else []
-        return error(code, stage, CANCEL_MESSAGES.get(code, _END_MESSAGES.get(code, code)), issues,
+        return error(code, stage, _END_MESSAGES[code], issues,
                      self.checked_default)  # fmt: skip
 
     def cancel(self, outcome: str, detail: str | None = None) -> IntentParseError:
@@ -261,7 +263,9 @@ class Job:
                     {"kind": "json_object"})  # fmt: skip
 
 
+# Every code a job can end with outside a candidate: a cancel outcome, a model failure, expiry.
 _END_MESSAGES: Final = {
+    **CANCEL_MESSAGES,
     "MODEL_AUTH_FAILED": "The model provider rejected the credentials.",
     "MODEL_RATE_LIMITED": "The model provider rate-limited the request.",
     "MODEL_REQUEST_FAILED": "The model request failed.",

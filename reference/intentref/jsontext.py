@@ -8,18 +8,32 @@ from __future__ import annotations
 
 import json
 import re
-from decimal import Decimal, InvalidOperation
+from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 from .limits import MAX_CANDIDATE_DEPTH, MAX_SAFE_INTEGER
 
 
 class CandidateTextError(ValueError):
-    """The text is not a JSON document the reference accepts; ``path`` is a JSON Pointer."""
+    """The text is not a JSON document the reference accepts (the fault is the whole text's)."""
 
-    def __init__(self, message: str, path: str | None = "") -> None:
-        super().__init__(message)
-        self.path = path
+
+def json_type_name(value: Any) -> str:
+    """The JSON name of a parsed value's type, as messages about wrong types say it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):  # before int: True is an int to Python
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, list | tuple):
+        return "array"
+    return type(value).__name__  # not JSON at all (an in-process caller's object)
 
 
 def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -45,11 +59,8 @@ def _parse_float(literal: str) -> float | int:
     if value != value or value in (float("inf"), float("-inf")):
         raise CandidateTextError(f"number {literal} is not a finite double")
     # spec: R-RES-058 -- the literal must survive a decimal round trip through a double.
-    try:
-        lossless = Decimal(literal) == Decimal(repr(value))
-    except InvalidOperation:  # pragma: no cover - json only hands us valid literals
-        lossless = False
-    if not lossless:
+    # Both sides are valid decimals: json hands over only number literals, and the value is finite.
+    if Decimal(literal) != Decimal(repr(value)):
         raise CandidateTextError(f"number {literal} loses precision as a double")
     if value.is_integer():
         if abs(value) > MAX_SAFE_INTEGER:

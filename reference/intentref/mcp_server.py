@@ -17,27 +17,23 @@ import json
 import logging
 import os
 import socket
-import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any, Final, Protocol
 
-import anyio
 import mcp_types as types
 import uvicorn
 from mcp.server import Server
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
-from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import ValidationError as PydanticValidationError
 from starlette.applications import Starlette
 
 from . import __version__
 from .errors import Issue, error, self_issue
 from .jsontext import dumps_compact
 from .limits import is_well_formed, well_formed
+from .mcp_stdio import stdio_transport
 
 __all__ = [
     "INSTRUCTIONS",
@@ -416,152 +412,6 @@ def build_intent_mcp_server(
     )
 
 
-# --------------------------------------------------------------------------- stdio transport
-
-
-class _StdinLines:
-    """Text lines of fd 0 for ``stdio_server(stdin=...)``, read by a daemon thread.
-
-    The SDK reads stdin through a worker thread that cancellation must wait for, so a
-    SIGTERM with the client's pipe still open would hang the process (D-MCP-011).  Here a
-    daemon thread does raw ``os.read`` calls (no buffered-object lock that interpreter
-    shutdown could trip over) and hands lines over; the awaiting side can be cancelled.
-    After ``stop()`` the thread hands nothing more over and ends at its next read.
-    """
-
-    _CHUNK: Final = 1 << 16
-
-    def __init__(self, fd: int = 0) -> None:
-        self._fd = fd
-        self._queue: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=16)  # backpressure
-        self._loop = asyncio.get_running_loop()
-        self._stopped = threading.Event()
-        threading.Thread(target=self._pump, name="intent-runtime-mcp stdin", daemon=True).start()
-
-    def stop(self) -> None:
-        self._stopped.set()
-
-    def _put(self, item: bytes | None) -> bool:
-        try:
-            future = asyncio.run_coroutine_threadsafe(self._queue.put(item), self._loop)
-        except RuntimeError:  # the loop is closed: nobody is listening any more
-            return False
-        while not self._stopped.is_set():
-            try:
-                future.result(timeout=0.1)
-                return True
-            except TimeoutError:
-                continue
-            except Exception:
-                return False
-        future.cancel()
-        return False
-
-    def _pump(self) -> None:
-        line = bytearray()
-        try:
-            while not self._stopped.is_set():
-                chunk = os.read(self._fd, self._CHUNK)
-                if not chunk:
-                    break
-                start = 0
-                # Search only the new chunk: a 10 MB line must not be rescanned per chunk.
-                while (end := chunk.find(b"\n", start)) != -1:
-                    line += chunk[start : end + 1]
-                    if not self._put(bytes(line)):
-                        return
-                    line.clear()
-                    start = end + 1
-                line += chunk[start:]
-        except OSError:
-            logger.debug("stdin read failed; treating as end of input", exc_info=True)
-        if line and not self._put(bytes(line)):
-            return
-        self._put(None)
-
-    def __aiter__(self) -> _StdinLines:
-        return self
-
-    async def __anext__(self) -> str:
-        line = await self._queue.get()
-        if line is None:
-            raise StopAsyncIteration
-        # Same decoding as the SDK's own stdio transport.
-        return line.decode("utf-8", errors="replace")
-
-
-def _has_lone_surrogate(value: Any) -> bool:
-    if isinstance(value, str):
-        return not is_well_formed(value)
-    if isinstance(value, dict):
-        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_lone_surrogate(v) for v in value)
-    return False
-
-
-def _recover_tool_call(item: Exception) -> SessionMessage | None:
-    """Re-read a ``tools/call`` line the SDK refused only for a lone surrogate in its arguments.
-
-    pydantic's JSON parser rejects ``"\\ud800"`` escapes, so the SDK would drop such a call
-    without any answer and its client would wait forever.  The standard library parses
-    them, and the call then reaches the Bridge, which owns the verdict (D-MCP-008).  Only
-    the arguments and the tool name may hold one: neither is echoed raw, whereas a
-    surrogate in the id would make the response itself unsendable.
-    """
-    if not isinstance(item, PydanticValidationError):
-        return None
-    errors = item.errors(include_url=False)
-    if (
-        len(errors) != 1
-        or errors[0].get("type") != "json_invalid"
-        or not isinstance(errors[0].get("input"), str)
-    ):
-        return None
-    try:
-        message = json.loads(errors[0]["input"])
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(message, dict) or message.get("method") != "tools/call":
-        return None
-    params = message.get("params")
-    if not isinstance(params, dict):
-        return None
-    rest = {**message, "params": {k: v for k, v in params.items() if k not in ("arguments", "name")}}
-    if _has_lone_surrogate(rest) or not _has_lone_surrogate(params):
-        return None
-    try:
-        return SessionMessage(types.jsonrpc_message_adapter.validate_python(message, by_name=False))
-    except PydanticValidationError:
-        return None
-
-
-@contextlib.asynccontextmanager
-async def _stdio_transport() -> AsyncIterator[tuple[Any, Any]]:
-    """The SDK's stdio server (it still owns stdout) fed by :class:`_StdinLines`."""
-    lines = _StdinLines()
-    stdin: Any = lines  # stdio_server only iterates it
-    try:
-        async with stdio_server(stdin=stdin) as (read_stream, write_stream):
-            send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-
-            async def relay() -> None:
-                async with send:
-                    async for item in read_stream:
-                        if isinstance(item, Exception):
-                            item = _recover_tool_call(item) or item
-                        await send.send(item)
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(relay)
-                try:
-                    yield receive, write_stream
-                finally:
-                    tg.cancel_scope.cancel()
-    finally:
-        lines.stop()
-
-
 # --------------------------------------------------------------------------- services
 
 
@@ -696,7 +546,7 @@ async def serve_intent_mcp(config: Mapping[str, Any], transport: Any = None) -> 
     async def run(started: asyncio.Event) -> None:
         opened: contextlib.AbstractAsyncContextManager[Any]
         if transport is None:
-            opened = _stdio_transport()
+            opened = stdio_transport()  # D-MCP-011
         elif isinstance(transport, tuple):
             opened = contextlib.nullcontext(transport)
         else:

@@ -69,7 +69,8 @@ _DATA_LINKS = ("conformance", "properties", "spec")
 # order, so edits renumber them) is reported as changed and not counted.
 _EQUIVALENT_ENTRY = re.compile(r"^\s*[-*]\s+`(intentref\.[^`]+__mutmut_\d+)`:\s+`(.+?)`\s+(?:--|—)\s+\S")
 
-# Prints, as JSON, the "+" lines of each named mutant's diff (mutmut's own diff code).
+# Prints, as JSON, the "-" and "+" lines of each named mutant's diff (mutmut's own diff
+# code); with the name "*", of every mutant not yet checked.
 _DIFFS = """
 import json, sys
 from mutmut.mutation.diff_apply import get_diff_for_mutant
@@ -80,13 +81,68 @@ out = {}
 for path in walk_mutatable_files():
     data = SourceFileMutationData(path=path)
     data.load()
-    for name in data.exit_code_by_key:
-        if name in want:
-            diff = get_diff_for_mutant(name, path=path)
-            out[name] = [line[1:].strip() for line in diff.splitlines()
-                         if line.startswith("+") and not line.startswith("+++")]
+    for name, verdict in data.exit_code_by_key.items():
+        if name in want or ("*" in want and verdict is None):
+            lines = get_diff_for_mutant(name, path=path).splitlines()
+            out[name] = {sign: [line[1:].strip() for line in lines
+                                if line.startswith(sign) and not line.startswith(sign * 3)] for sign in "-+"}
 print(json.dumps(out))
 """
+
+# Generates the mutants as ``mutmut run`` does before it runs anything (its first steps).
+_GENERATE = """
+import sys
+from pathlib import Path
+import mutmut.__main__ as main
+from mutmut.mutation.trampoline import set_mutant_under_test
+set_mutant_under_test("mutant_generation")
+Path("mutants").mkdir(exist_ok=True)
+main.copy_src_dir()
+main.copy_also_copy_files()
+main.setup_source_paths()
+main.create_mutants(int(sys.argv[1]))
+"""
+
+# Records the named mutants as skipped (mutmut's exit code 34), so ``mutmut run`` leaves them.
+_SKIP = """
+import json, sys
+from mutmut.mutation.data import SourceFileMutationData
+from mutmut.utils.file_utils import walk_mutatable_files
+names = set(json.loads(sys.stdin.read()))
+for path in walk_mutatable_files():
+    data = SourceFileMutationData(path=path)
+    data.load()
+    hit = [name for name in data.exit_code_by_key if name in names]
+    for name in hit:
+        data.exit_code_by_key[name] = 34
+    if hit:
+        data.save()
+"""
+
+# A plain (not f-, r- or b-) double-quoted string literal on one line.
+_PLAIN_LITERAL = re.compile(r'(?<![A-Za-z0-9_])"((?:[^"\\]|\\.)*)"')
+
+
+def is_sentence(text: str) -> bool:
+    """A message sentence, what D-ERR-006 calls a fixed English sentence: a space, a lower-case
+    letter, a full stop at the end.  Codes, stages, paths and member names never look like it."""
+    return " " in text and text.endswith(".") and any(ch.islower() for ch in text)
+
+
+def is_message_wording(minus: Sequence[str], plus: Sequence[str]) -> bool:
+    """True when a mutant only rewords a message: one line changed, and only inside one plain
+    string literal that is a sentence, the way mutmut rewords strings (XX..XX, upper, lower)."""
+    if len(minus) != 1 or len(plus) != 1:
+        return False
+    old, new = minus[0], plus[0]
+    for found in _PLAIN_LITERAL.finditer(old):
+        content = found.group(1)
+        if "\\" in content or not is_sentence(content):
+            continue
+        for variant in ("XX" + content + "XX", content.upper(), content.lower()):
+            if variant != content and old[: found.start(1)] + variant + old[found.end(1) :] == new:
+                return True
+    return False
 
 STATUSES = ("killed", "survived", "timeout", "no_tests", "suspicious", "segfault", "skipped",
             "check_was_interrupted_by_user")  # fmt: skip
@@ -99,6 +155,7 @@ class Summary:
     equivalent: list[str] = field(default_factory=list)  # listed, surviving, still the same mutant
     stale: list[str] = field(default_factory=list)  # listed but not surviving, or a different mutant now
     diffs: dict[str, list[str]] = field(default_factory=dict)  # the "+" lines of each survivor
+    message_text: list[str] = field(default_factory=list)  # the equivalent ones that change only a message
 
     @property
     def total(self) -> int:
@@ -106,17 +163,26 @@ class Summary:
 
     @property
     def judged(self) -> int:
-        return self.total - len(self.equivalent)
+        """What the score is over: all mutants but the equivalent and the skipped (message wording)."""
+        return self.total - len(self.equivalent) - self.counts.get("skipped", 0)
 
     @property
     def score(self) -> float:
-        """(killed + timeout) / (total - equivalent): a mutant that hangs the tests fails them."""
+        """(killed + timeout) / judged: a mutant that hangs the tests fails them."""
         detected = self.counts.get("killed", 0) + self.counts.get("timeout", 0)
         return detected / self.judged if self.judged else 1.0
 
     @property
+    def score_messages_counted(self) -> float:
+        """The score if every mutant that changes only a message's text (skipped or listed) had
+        to be killed too: (killed + timeout) / (total - the equivalent ones that are not message text)."""
+        judged = self.total - len(self.equivalent) + len(self.message_text)
+        detected = self.counts.get("killed", 0) + self.counts.get("timeout", 0)
+        return detected / judged if judged else 1.0
+
+    @property
     def strict_score(self) -> float:
-        """killed / (total - equivalent): timeouts counted as not caught."""
+        """killed / judged: timeouts counted as not caught."""
         return self.counts.get("killed", 0) / self.judged if self.judged else 1.0
 
     @property
@@ -125,7 +191,8 @@ class Summary:
 
     def to_json(self) -> dict[str, Any]:
         return {**self.counts, "equivalent": len(self.equivalent), "score": round(self.score, 4),
-                "strictScore": round(self.strict_score, 4), "survivors": self.unexplained,
+                "strictScore": round(self.strict_score, 4), "messageText": len(self.message_text),
+                "scoreMessagesCounted": round(self.score_messages_counted, 4), "survivors": self.unexplained,
                 "staleEquivalent": self.stale}  # fmt: skip
 
 
@@ -225,28 +292,57 @@ def _mutmut(stage: pathlib.Path, *args: str, capture: bool = False) -> subproces
 
 def equivalent_entries(repo: pathlib.Path) -> dict[str, str]:
     """``{mutant name: the mutated code the entry quotes}`` from spec/equivalent-mutants.md."""
+    return {name: code for name, (code, _) in _entries(repo).items()}
+
+
+def message_entries(repo: pathlib.Path) -> set[str]:
+    """The entries under a "## Message ..." heading: mutants that change only a message's text."""
+    return {name for name, (_, section) in _entries(repo).items() if section.startswith("message")}
+
+
+def _entries(repo: pathlib.Path) -> dict[str, tuple[str, str]]:
     path = repo / "spec" / "equivalent-mutants.md"
     if not path.exists():
         return {}
-    entries = {}
+    entries, section = {}, ""
     for line in path.read_text("utf-8").splitlines():
+        if line.startswith("## "):
+            section = line[3:].strip().lower()
         found = _EQUIVALENT_ENTRY.match(line)
         if found:
-            entries[found.group(1)] = found.group(2)
+            entries[found.group(1)] = (found.group(2), section)
     return entries
 
 
-def mutant_diffs(stage: pathlib.Path, names: Sequence[str]) -> dict[str, list[str]]:
+def mutant_diffs(stage: pathlib.Path, names: Sequence[str]) -> dict[str, dict[str, list[str]]]:
+    """``{name: {"-": removed lines, "+": added lines}}`` of the named mutants ("*": all unchecked)."""
     if not names:
         return {}
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run([sys.executable, "-c", _DIFFS], cwd=stage, env=env, input=json.dumps(list(names)),
-                          text=True, capture_output=True, check=False)  # fmt: skip
+    done = _python(stage, _DIFFS, stdin=json.dumps(list(names)))
     if done.returncode != 0:
         print(f"could not read the mutants' diffs: {done.stderr.strip()[-500:]}", file=sys.stderr)
         return {}
-    diffs: dict[str, list[str]] = json.loads(done.stdout)
+    diffs: dict[str, dict[str, list[str]]] = json.loads(done.stdout)
     return diffs
+
+
+def _python(stage: pathlib.Path, code: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=stage, env=env, input=stdin, text=True,
+                          capture_output=True, check=False)  # fmt: skip
+
+
+def skip_message_wording(stage: pathlib.Path, children: str) -> int:
+    """Generate the mutants, then record the message-wording ones as skipped; how many."""
+    generated = _python(stage, _GENERATE, children)
+    if generated.returncode != 0:
+        raise RuntimeError(f"generating the mutants failed: {generated.stderr.strip()[-800:]}")
+    diffs = mutant_diffs(stage, ["*"])
+    wording = sorted(name for name, diff in diffs.items() if is_message_wording(diff["-"], diff["+"]))
+    skipped = _python(stage, _SKIP, stdin=json.dumps(wording))
+    if skipped.returncode != 0:
+        raise RuntimeError(f"recording the skipped mutants failed: {skipped.stderr.strip()[-800:]}")
+    return len(wording)
 
 
 def summarize(stage: pathlib.Path, repo: pathlib.Path, results_text: str) -> Summary:
@@ -258,13 +354,14 @@ def summarize(stage: pathlib.Path, repo: pathlib.Path, results_text: str) -> Sum
             survivors.append(name)
     listed = equivalent_entries(repo)
     surviving = set(survivors)
-    diffs = mutant_diffs(stage, survivors)
+    diffs = {name: diff["+"] for name, diff in mutant_diffs(stage, survivors).items()}
     equivalent: list[str] = []
     stale: list[str] = []
     for name, code in listed.items():
         same = name in surviving and any(code in line for line in diffs.get(name, []))
         (equivalent if same else stale).append(name)
-    return Summary(stats, survivors, equivalent, stale, diffs)
+    messages = message_entries(repo)
+    return Summary(stats, survivors, equivalent, stale, diffs, [name for name in equivalent if name in messages])
 
 
 def report(summary: Summary, stage: pathlib.Path, seconds: float, smoke: bool) -> None:
@@ -273,11 +370,15 @@ def report(summary: Summary, stage: pathlib.Path, seconds: float, smoke: bool) -
     print(f"mutation {'smoke ' if smoke else ''}run: {seconds:.0f} s, stats in {stage / 'mutants' / 'mutmut-cicd-stats.json'}")
     print(f"  total      {summary.total}")
     for status in STATUSES:
-        if c.get(status, 0) or status in ("killed", "survived", "timeout", "no_tests"):
+        if status != "skipped" and (c.get(status, 0) or status in ("killed", "survived", "timeout", "no_tests")):
             print(f"  {status.replace('_', '-'):<10} {c.get(status, 0)}")
-    print(f"  equivalent {len(summary.equivalent)} (surviving mutants listed in spec/equivalent-mutants.md)")
-    print(f"  score      {summary.score:.2%} = (killed + timeout) / (total - equivalent)")
-    print(f"  strict     {summary.strict_score:.2%} = killed / (total - equivalent)")
+    print(f"  equivalent {len(summary.equivalent)} (surviving mutants listed in spec/equivalent-mutants.md; "
+          f"{len(summary.message_text)} of them change only a message's text)")  # fmt: skip
+    print(f"  skipped    {c.get('skipped', 0)} (only reword a message sentence; not run, see spec/equivalent-mutants.md)")
+    print(f"  score      {summary.score:.2%} = (killed + timeout) / (total - equivalent - skipped)")
+    print(f"  strict     {summary.strict_score:.2%} = killed / (total - equivalent - skipped)")
+    print(f"  messages   {summary.score_messages_counted:.2%} = the score if message-text mutants had to be "
+          "killed too")  # fmt: skip
     if summary.unexplained:
         print(f"  {len(summary.unexplained)} surviving mutants are neither killed nor listed as equivalent:")
         for name in summary.unexplained:
@@ -292,7 +393,7 @@ def report(summary: Summary, stage: pathlib.Path, seconds: float, smoke: bool) -
 
 def run(smoke: bool = False, paths: Sequence[str] = (), max_children: int | None = None,
         work_dir: str | None = None, keep: bool = False, retest_survivors: bool = False,
-        min_score: float | None = None) -> int:  # fmt: skip
+        min_score: float | None = None, mutate_messages: bool = False) -> int:  # fmt: skip
     repo = _REPO
     pyproject = repo / "pyproject.toml"
     if not pyproject.exists() or not (repo / "reference" / "intentref").is_dir():
@@ -323,6 +424,8 @@ def run(smoke: bool = False, paths: Sequence[str] = (), max_children: int | None
                  if line.strip().endswith(": survived")]  # fmt: skip
         if not names:
             print("no surviving mutants to retest")
+    if not (keep or retest_survivors or mutate_messages):
+        print(f"{skip_message_wording(stage, children)} mutants only reword a message sentence: recorded as skipped")
     done = _mutmut(stage, "run", "--max-children", children, *names)
     if done.returncode != 0:
         print(f"mutmut run failed (exit status {done.returncode}); see its output above", file=sys.stderr)
@@ -343,7 +446,8 @@ def run(smoke: bool = False, paths: Sequence[str] = (), max_children: int | None
 
 def _run_args(args: argparse.Namespace) -> int:
     return run(smoke=args.smoke, paths=args.paths, max_children=args.max_children, work_dir=args.work_dir,
-               keep=args.keep, retest_survivors=args.retest_survivors, min_score=args.min_score)  # fmt: skip
+               keep=args.keep, retest_survivors=args.retest_survivors, min_score=args.min_score,
+               mutate_messages=args.mutate_messages)  # fmt: skip
 
 
 def add_parser(sub: Any) -> None:
@@ -358,5 +462,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--keep", action="store_true", help="reuse the previous run's results (mutmut's cache)")
     p.add_argument("--retest-survivors", action="store_true",
                    help="rerun only the previous run's surviving mutants (after adding tests)")  # fmt: skip
+    p.add_argument("--mutate-messages", action="store_true",
+                   help="also run the mutants that only reword a message sentence (skipped by default)")  # fmt: skip
     p.add_argument("--min-score", type=float, default=None, help="exit 1 when the score is below this (0..1)")
     p.set_defaults(run=_run_args)

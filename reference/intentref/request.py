@@ -12,6 +12,7 @@ from typing import Any
 
 from . import jsonpointer
 from .errors import IntentParseError, Issue, error
+from .jsontext import json_type_name
 from .limits import (
     MAX_CONTEXT_BYTES,
     MAX_CONTEXT_MESSAGES,
@@ -61,7 +62,7 @@ def _invalid(path: str, message: str, code: str = "INPUT_INVALID") -> IntentPars
 
 def _require_text(value: Any, path: str, what: str) -> str:
     if not isinstance(value, str):
-        raise _invalid(path, f"{what} must be a string, got {type(value).__name__}.")
+        raise _invalid(path, f"{what} must be a string, got {json_type_name(value)}.")
     if not is_well_formed(value):
         # D-REQ-003: a lone surrogate cannot be kept byte for byte through UTF-8.
         raise _invalid(path, f"{what} contains a lone surrogate.")

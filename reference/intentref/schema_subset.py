@@ -24,7 +24,7 @@ import regress
 from jsonschema import Draft7Validator, Draft201909Validator, FormatChecker
 
 from . import jsonpointer
-from .errors import IntentParseError, Issue, error
+from .errors import Issue, error
 from .limits import (
     MAX_COMBINATION_ITEMS,
     MAX_ENUM_VALUES,
@@ -408,14 +408,17 @@ def _validation_schema(node: Any) -> Any:
     out = dict(node)
     if isinstance(out.get("properties"), dict):
         out["properties"] = {k: _validation_schema(v) for k, v in out["properties"].items()}
-    for keyword in ("items", "not", "additionalProperties"):
+    # Only where a subschema's errors surface with their own paths.  Under not, anyOf and
+    # oneOf they do not (one error at the parent, whose message may quote the subschemas as
+    # the definition wrote them), so those are left alone.
+    for keyword in ("items", "additionalProperties"):
         if isinstance(out.get(keyword), dict):
             out[keyword] = _validation_schema(out[keyword])
     if isinstance(out.get("items"), bool):
         out["items"] = _validation_schema(out["items"])
-    for keyword in ("anyOf", "oneOf", "allOf"):
-        if isinstance(out.get(keyword), list):
-            out[keyword] = [_validation_schema(v) if isinstance(v, dict) else v for v in out[keyword]]
+    if isinstance(out.get("allOf"), list):
+        # A boolean entry keeps its path already (it is the parent's); only objects are rewritten.
+        out["allOf"] = [_validation_schema(v) if isinstance(v, dict) else v for v in out["allOf"]]
     return out
 
 
@@ -475,10 +478,3 @@ class Definition:
             out.append(DataError("/data" + jsonpointer.join(err.absolute_path), err.message))
         out.sort(key=lambda e: e.path)
         return out
-
-
-def definition_or_error(schema: Any) -> Definition:
-    try:
-        return Definition.from_schema(schema)
-    except IntentParseError:
-        raise

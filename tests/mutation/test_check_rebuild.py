@@ -64,7 +64,7 @@ def test_a_rebuilt_job_stands_at_the_task_it_was_rebuilt_from(name):
 
 @pytest.mark.parametrize(("name", "bad"), [("core", "{}"), ("data", "[]")])
 def test_a_step_with_a_repair_left_offers_the_repair(name, bad):
-    # spec: R-ERR-030 D-PAY-004 -- the first contract fault of a stage gets a repair task.
+    # spec: R-ERR-026 R-ERR-027 D-PAY-004 -- the first contract fault of a stage gets a repair task.
     reply, _ = judge(_tasks()[name], bad)
     assert reply["kind"] == "task" and reply["stage"] == _tasks()[name]["stage"]
     assert json.loads(reply["payload"])["repair"]["attempt"] == 1
@@ -72,7 +72,7 @@ def test_a_step_with_a_repair_left_offers_the_repair(name, bad):
 
 @pytest.mark.parametrize(("name", "bad"), [("core repair", "{}"), ("data repair", "[]")])
 def test_a_repair_step_with_no_repair_left_fails(name, bad):
-    # spec: R-ERR-030 D-PAY-004 -- the repair was the last one allowed: the same fault now ends the job.
+    # spec: R-ERR-026 R-ERR-027 D-PAY-004 -- the repair was the last one allowed: the same fault now ends the job.
     reply, _ = judge(_tasks()[name], bad)
     assert reply["kind"] == "error" and reply["error"]["code"] == "MODEL_OUTPUT_INVALID"
 

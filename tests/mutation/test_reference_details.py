@@ -7,6 +7,7 @@ its code), so a mutant it kills was a real fault.
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -20,6 +21,12 @@ from intentref.jsontext import CandidateTextError, parse_candidate
 from intentref.schema_subset import Definition
 
 SCHEMA = {"type": "object", "properties": {"orderId": {"type": "string"}}}
+CORE_TEXT = json.dumps({
+    "normalizedInput": "查询订单 000123。", "primaryIntent": "查询订单 000123", "requirements": [], "prohibitions": [],
+    "intents": [{"action": "query", "target": "订单 000123", "requirements": [],
+                 "blockers": {"clarificationReason": None, "questions": [], "confirmationReason": None,
+                              "conditionReason": None}}],
+}, ensure_ascii=False)  # fmt: skip
 
 
 def _config_error(make: Any) -> dict[str, Any]:
@@ -127,7 +134,7 @@ def test_a_bad_intent_config_is_config_invalid_with_its_pointer(config, path):
     ],
 )  # fmt: skip
 def test_a_definition_outside_the_subset_is_refused_with_a_message(schema, code, path):
-    # spec: D-ERR-001 D-ERR-006 R-SCH-001 -- a code, stage config, the pointer, and a real message.
+    # spec: D-ERR-001 D-ERR-006 R-SCH-009 -- a code, stage config, the pointer, and a real message.
     err = _config_error(lambda: Intent({"schema": schema}))
     assert error_faults(err) == []
     assert (err["code"], err["stage"]) == (code, "config")
@@ -204,3 +211,63 @@ def test_the_executor_receives_instructions_payload_and_format():
     assert sorted(request) == ["format", "instructions", "payload"]
     assert isinstance(request["instructions"], str) and isinstance(request["payload"], str)
     assert request["format"]["kind"] == "json_schema" and request["format"]["name"] == "intent_core"
+
+
+# --------------------------------------------------------------------------- R-COR-*, issue 2 bad input
+
+LONG = "x" * 200
+
+
+@pytest.mark.parametrize(
+    "blockers_or_action",
+    [{"action": LONG}, {"target": 7}, {"requirements": [LONG, " "]}, {"action": {"nested": [LONG] * 5}}],
+)
+def test_a_long_or_odd_wrong_value_gives_a_contract_error_not_a_crash(blockers_or_action):
+    # spec: R-COR-002 R-ERR-024 R-ERR-025 -- a wrong value of any size is MODEL_OUTPUT_INVALID, never an exception.
+    core = json.loads(CORE_TEXT)
+    core["intents"][0].update(blockers_or_action)
+    session = create_intent_bridge({"instances": {"order": Intent({"schema": SCHEMA, "repairAttempts": 0})}}).connect()
+    task = session.prepare({"instance": "order", "input": "查询订单 000123"})
+    reply = session.accept({"jobId": task["jobId"], "stepToken": task["stepToken"], "candidateText": json.dumps(core)})
+    assert reply["kind"] == "error" and reply["error"]["code"] == "MODEL_OUTPUT_INVALID", reply
+    assert error_faults(reply["error"]) == []
+    assert all(len(issue["message"]) < 400 for issue in reply["error"]["issues"])  # long values are shortened
+
+
+# --------------------------------------------------------------------------- D-BRG-016: replayTtlMs
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize("ending", ["cancel", "expiry"])
+def test_an_ended_job_is_kept_for_replay_ttl_ms_after_it_ended(ending):
+    # spec: D-BRG-016 R-CAN-008 -- a terminal record is dropped once replayTtlMs has passed since it
+    # ended (by cancel or by jobTtlMs expiry), and answers its terminal reply until then.
+    clock = Clock()
+    options = {"replayTtlMs": 1000, **({"jobTtlMs": 500} if ending == "expiry" else {})}
+    bridge = create_intent_bridge({"instances": {"order": Intent({"schema": SCHEMA})}, **options}, clock=clock)
+    session = bridge.connect()
+    task = session.prepare({"instance": "order", "input": "查询订单 000123"})
+    if ending == "cancel":
+        clock.now = 100.0
+        first = session.cancel({"jobId": task["jobId"]})
+        expected = "MODEL_ABORTED"
+    else:
+        clock.now = 600.0  # past the 500 ms deadline: the job expires at the next call
+        first = session.cancel({"jobId": task["jobId"]})
+        expected = "BRIDGE_JOB_EXPIRED"
+    assert first["kind"] == "error" and first["error"]["code"] == expected, first
+    ended = clock.now
+    clock.now = ended + 999
+    assert session.cancel({"jobId": task["jobId"]}) == first
+    clock.now = ended + 1000
+    gone = session.cancel({"jobId": task["jobId"]})
+    assert gone["kind"] == "error" and gone["error"]["code"] == "BRIDGE_JOB_NOT_FOUND", gone
+    # and the Bridge is still whole: a new job runs
+    assert session.prepare({"instance": "order", "input": "查询订单 000124"})["kind"] == "task"

@@ -58,7 +58,12 @@ from .mcp_transport import (
 from .targets import ConfigRejected, Reply, Run, Session, TargetUnsupported
 
 DEFAULT_TIMEOUT: Final = 10.0
-PREFETCH: Final = 1  # servers of upcoming configured runs started ahead (StdioTarget.expect_runs)
+# Cases with runs of their own executed at once beside the shared run (D-CNF-011): most of
+# such a case's time is its server starting or a TTL running out, not CPU.
+PARALLEL_RUNS: Final = 4
+# Servers of upcoming configured runs started ahead (StdioTarget.expect_runs): one for
+# each parallel case, so none waits for its server while the one before runs.
+PREFETCH: Final = PARALLEL_RUNS + 1
 ERAS: Final = {"2026": "2026-07-28", "legacy": "legacy"}  # our name -> Client(mode=...)
 PLACEHOLDERS: Final = ("config", "maxJobs", "maxReplayEntries", "maxReplayBytes", "jobTtlMs", "replayTtlMs")
 # The bundled CLI: each option flag only when the run sets that option.
@@ -196,18 +201,23 @@ def reply_of(result: types.CallToolResult) -> Reply:
     texts = [block.text for block in result.content if isinstance(block, types.TextContent)]
     text = texts[0] if texts else None
     value = result.structured_content
-    same = False
-    if text is not None and len(result.content) == 1:
-        # Fast path first: a server that writes the object it put in structuredContent
-        # produces exactly this text, and a deep comparison of every task costs more
-        # than the rest of the call.
-        same = text == dumps_wire(value)
-        if not same:
-            try:
-                same = _same_json(json.loads(text), value)
-            except ValueError:
-                same = False
-    return Reply(value, text, {"isError": bool(result.is_error), "textIsReply": same})
+    is_error, single = bool(result.is_error), len(result.content) == 1
+
+    def envelope() -> dict[str, Any]:
+        return {"isError": is_error, "textIsReply": single and text is not None and _text_is(text, value)}
+
+    return Reply(value, text, envelope_of=envelope)
+
+
+def _text_is(text: str, value: Any) -> bool:
+    # Fast path first: a server that writes the object it put in structuredContent produces
+    # exactly this text, and a deep comparison of every task costs more than the rest of the call.
+    if text == dumps_wire(value):
+        return True
+    try:
+        return _same_json(json.loads(text), value)
+    except ValueError:
+        return False
 
 
 # --------------------------------------------------------------------------- connections
@@ -484,7 +494,9 @@ class StdioTarget:
         self._zygote = _zygote
         self._dir = tempfile.TemporaryDirectory(prefix="intentref-stdio-")
         self._runs = 0
+        self.parallel_runs = PARALLEL_RUNS
         self.prefetch = PREFETCH
+        self._lock = threading.Lock()  # open() is called from the runner's worker threads
         self._planned: collections.deque[tuple[str, dict[str, Any], dict[str, Any]]] = collections.deque()
         self._warm: collections.deque[tuple[str, str, list[str], Connection]] = collections.deque()
 
@@ -545,9 +557,10 @@ class StdioTarget:
         Their servers are started ``PREFETCH`` ahead, so a case with its own configuration
         waits for its process only when start-ups are slower than the cases themselves.
         """
-        self._discard_warm()
-        self._planned = collections.deque((_run_key(i, o), i, o) for i, o in runs)
-        self._top_up()
+        with self._lock:
+            self._discard_warm()
+            self._planned = collections.deque((_run_key(i, o), i, o) for i, o in runs)
+            self._top_up()
 
     def _top_up(self) -> None:
         while self._planned and len(self._warm) < self.prefetch:
@@ -557,13 +570,13 @@ class StdioTarget:
             self._warm.append((key, config, argv, self.spawn(argv, wait=False)))
 
     def _take_warm(self, key: str) -> tuple[str, list[str], Connection] | None:
+        # The first started server of this configuration, wherever it stands: parallel
+        # cases open their runs in nearly, not exactly, the planned order.
         for index, entry in enumerate(self._warm):
             if entry[0] == key:
-                for _ in range(index):  # planned runs the runner skipped after all
-                    self._drop(self._warm.popleft())
-                _, config, argv, connection = self._warm.popleft()
+                del self._warm[index]
                 self._top_up()
-                return config, argv, connection
+                return entry[1], entry[2], entry[3]
         return None
 
     def _drop(self, entry: tuple[str, str, list[str], Connection]) -> None:
@@ -579,13 +592,14 @@ class StdioTarget:
         reason = self.unsupported(bridge_options)
         if reason is not None:
             raise TargetUnsupported(reason)
-        warm = self._take_warm(_run_key(instances, bridge_options)) if self._warm else None
-        if warm is not None:
-            config, argv, connection = warm
-        else:
-            config = self._write_config(instances)
-            argv = self.template.render(config, bridge_options)
-            connection = None
+        with self._lock:
+            warm = self._take_warm(_run_key(instances, bridge_options)) if self._warm else None
+            if warm is not None:
+                config, argv, connection = warm
+            else:
+                config = self._write_config(instances)
+                argv = self.template.render(config, bridge_options)
+                connection = None
         try:
             return _StdioRun(self, argv, config, connection)
         except BaseException:
@@ -594,8 +608,9 @@ class StdioTarget:
             raise
 
     def close(self) -> None:
-        self._planned.clear()
-        self._discard_warm()
+        with self._lock:
+            self._planned.clear()
+            self._discard_warm()
         self._portal.close()
         if self._zygote is not None:
             self._zygote.close()

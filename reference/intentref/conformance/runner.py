@@ -3,12 +3,20 @@
 Cases without Bridge options share one run (one server process over stdio); a case that
 sets options gets a fresh run of its own, so capacity counts start from zero and no
 other case's records can be evicted by it.
+
+A target that says it can (``parallel_runs`` > 1, the stdio target) has its cases with
+runs of their own executed on worker threads while the shared run's cases go on one by
+one on the calling thread (D-CNF-011): those runs share nothing with each other or with
+the shared run, and many of them mostly wait (a server starting, a TTL running out).
+Outcomes are returned, and reported, in case order either way.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from .fixtures import Case
@@ -71,20 +79,59 @@ def execute(
     target: Target,
     on_outcome: Callable[[Case, CaseOutcome], None] | None = None,
     instances: dict[str, Any] | None = None,
+    parallel_runs: int | None = None,
 ) -> list[CaseOutcome]:
+    """Run ``cases`` against ``target``; ``on_outcome`` hears of each as it ends (from any thread).
+
+    ``parallel_runs`` (default: the target's own ``parallel_runs``, else 1) bounds how many
+    cases with runs of their own execute at once beside the shared run.
+    """
     executor = Executor(target, instances)
     cases = list(cases)
     executor.plan(cases)
-    outcomes: list[CaseOutcome] = []
+    workers = getattr(target, "parallel_runs", 1) if parallel_runs is None else parallel_runs
+    outcomes: list[CaseOutcome | None] = [None] * len(cases)
+    lock = threading.Lock()
+
+    def finish(index: int, outcome: CaseOutcome) -> None:
+        outcomes[index] = outcome
+        if on_outcome is not None:
+            with lock:  # progress displays are not thread-safe
+                on_outcome(cases[index], outcome)
+
     try:
-        for case in cases:
-            outcome = executor.run(case)
-            outcomes.append(outcome)
-            if on_outcome is not None:
-                on_outcome(case, outcome)
+        if workers <= 1:
+            for index, case in enumerate(cases):
+                finish(index, executor.run(case))
+        else:
+            _execute_in_parallel(cases, executor, workers, finish)
     finally:
         executor.close()
-    return outcomes
+    return [outcome for outcome in outcomes if outcome is not None]
+
+
+def _execute_in_parallel(cases: list[Case], executor: Executor, workers: int,
+                         finish: Callable[[int, CaseOutcome], None]) -> None:  # fmt: skip
+    target, instances = executor.target, executor.instances
+
+    def own(index: int) -> None:
+        outcome = _one(cases[index], target, instances)
+        assert outcome is not None  # only cases that need no shared run are sent here
+        finish(index, outcome)
+
+    pending: list[Future[None]] = []
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="intentref-case") as pool:
+        shared = []
+        for index, case in enumerate(cases):
+            # Submitted in case order: the target started their servers in that order (plan).
+            if _unsupported(case, target) is None and _own_instances(case, instances) is not None:
+                pending.append(pool.submit(own, index))
+            else:
+                shared.append(index)
+        for index in shared:
+            finish(index, executor.run(cases[index]))
+        for future in pending:
+            future.result()  # re-raise a fixture error from a worker
 
 
 def _unsupported(case: Case, target: Target) -> str | None:

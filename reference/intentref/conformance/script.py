@@ -69,8 +69,9 @@ def run_case(case: dict[str, Any], run: Run, transport: str) -> CaseOutcome:
             if not _is_reply(reply.value):
                 raise TargetBroke(f"step {index} ({op}) returned something that is not a BridgeReply: {reply.value!r:.300}")
             mismatches = [f"step {index} ({op}) {m}" for m in match(step["expect"], reply.value, "", history)]
-            if "envelope" in step and reply.envelope is not None:
-                mismatches += [f"step {index} envelope {m}" for m in match(step["envelope"], reply.envelope, "", history)]
+            envelope = reply.envelope if "envelope" in step else None
+            if envelope is not None:
+                mismatches += [f"step {index} envelope {m}" for m in match(step["envelope"], envelope, "", history)]
             history.replies.append(reply.value)
             history.texts.append(reply.text)
             if mismatches:

@@ -10,7 +10,7 @@ is the floor every other target is compared with.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from .._paths import data_dir
@@ -36,13 +36,33 @@ class ConfigRejected(Exception):
         self.error = error
 
 
-@dataclass
 class Reply:
-    """A BridgeReply as the target delivered it."""
+    """A BridgeReply as the target delivered it.
 
-    value: Any  # the reply object (structuredContent over MCP)
-    text: str | None = None  # the reply's own JSON text, where the transport carries one
-    envelope: dict[str, Any] | None = None  # MCP only: {"isError": bool, "textIsReply": bool}
+    ``value`` is the reply object (structuredContent over MCP); ``text`` the reply's own JSON
+    text, where the transport carries one; ``envelope`` (MCP only) is
+    ``{"isError": bool, "textIsReply": bool}``.  An MCP target may give the envelope as a
+    function instead (``envelope_of``), called once on first read: deciding textIsReply costs a
+    JSON encoding of the reply, and only the steps that check the envelope read it.
+    """
+
+    __slots__ = ("_envelope", "_envelope_of", "text", "value")
+
+    def __init__(self, value: Any, text: str | None = None, envelope: dict[str, Any] | None = None, *,
+                 envelope_of: Callable[[], dict[str, Any]] | None = None) -> None:  # fmt: skip
+        self.value = value
+        self.text = text
+        self._envelope = envelope
+        self._envelope_of = envelope_of
+
+    @property
+    def envelope(self) -> dict[str, Any] | None:
+        if self._envelope is None and self._envelope_of is not None:
+            self._envelope, self._envelope_of = self._envelope_of(), None
+        return self._envelope
+
+    def __repr__(self) -> str:
+        return f"Reply(value={self.value!r}, text={self.text!r})"
 
 
 class Session(Protocol):

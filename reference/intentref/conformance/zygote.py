@@ -231,10 +231,11 @@ def main(argv: list[str]) -> int:
         print("usage: python -m intentref.conformance.zygote SOCKET", file=sys.stderr)
         return 2
     import gc
+    import importlib
 
-    import intentref.mcp_cli
-    import intentref.mcp_server  # noqa: F401
-
+    for module in _SERVING_MODULES:
+        importlib.import_module(module)  # what every server imports, some of it lazily
+    _warm_up()
     # Imported objects stay shared with the children: a collection in a child would touch
     # (and so copy) every page of them.
     gc.collect()
