@@ -347,12 +347,15 @@ def skip_message_wording(stage: pathlib.Path, children: str) -> int:
 
 def summarize(stage: pathlib.Path, repo: pathlib.Path, results_text: str) -> Summary:
     stats = json.loads((stage / "mutants" / "mutmut-cicd-stats.json").read_text("utf-8"))
-    survivors = []
+    survivors, modules = [], set()
     for line in results_text.splitlines():
         name, _, status = line.strip().rpartition(": ")
+        modules.add(name.rpartition(".")[0])
         if status == "survived":
             survivors.append(name)
-    listed = equivalent_entries(repo)
+    # An entry is judged only in a run that mutated its module (a --paths or --smoke run
+    # leaves the other modules' entries alone instead of calling them stale).
+    listed = {name: code for name, code in equivalent_entries(repo).items() if name.rpartition(".")[0] in modules}
     surviving = set(survivors)
     diffs = {name: diff["+"] for name, diff in mutant_diffs(stage, survivors).items()}
     equivalent: list[str] = []
@@ -435,7 +438,7 @@ def run(smoke: bool = False, paths: Sequence[str] = (), max_children: int | None
     if exported.returncode != 0:
         print(exported.stdout + exported.stderr, file=sys.stderr)
         return exported.returncode
-    results = _mutmut(stage, "results", capture=True)
+    results = _mutmut(stage, "results", "--all", "true", capture=True)  # every mutant: the modules this run mutated
     summary = summarize(stage, repo, results.stdout)
     report(summary, stage, seconds, smoke)
     if min_score is not None and summary.score < min_score:

@@ -14,6 +14,7 @@ import copy
 import gc
 import json
 import weakref
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -66,6 +67,8 @@ def _raised(make: Any) -> dict[str, Any]:
         ("1e400", "number 1e400 is not a finite double"),
         ("12345678901234567890.5", "number 12345678901234567890.5 loses precision as a double"),
         ("9007199254740993", "integer 9007199254740993 is outside the safe integer range"),
+        ("1e16", "integer value 1e16 is outside the safe integer range"),
+        ("-9007199254740994.0", "integer value -9007199254740994.0 is outside the safe integer range"),
         ("NaN", "NaN is not JSON"),
         ("-Infinity", "-Infinity is not JSON"),
         ('"\\ud800"', "string holds a lone surrogate"),
@@ -101,10 +104,11 @@ def test_a_surrogate_escape_is_checked_in_every_string_of_the_document():
 @pytest.mark.parametrize(
     ("value", "name"),
     [(None, "null"), (True, "boolean"), (0, "number"), (1.5, "number"), ("", "string"), ({}, "object"),
-     ([], "array")],
+     ([], "array"), (Decimal(1), "Decimal"), (b"", "bytes")],
 )  # fmt: skip
 def test_json_type_names(value, name):
-    # spec: D-ERR-006 -- messages name JSON types, not Python ones.
+    # spec: D-ERR-006 -- messages name JSON types, not Python ones; a value that is not JSON at all
+    # (an in-process caller's object) is named by its own type.
     assert json_type_name(value) == name
 
 
@@ -146,6 +150,8 @@ def test_a_long_quoted_value_is_cut_to_sixty_characters():
     exactly = "x" * 58  # repr adds two quotes: 60 characters, shown whole
     [(_, whole)] = _core_with(lambda c: c["intents"][0].update(action=exactly))
     assert whole.endswith(f"got {exactly!r}.")
+    [(_, one_over)] = _core_with(lambda c: c["intents"][0].update(action="x" * 59))  # 61 characters: cut
+    assert one_over.endswith("got '" + "x" * 56 + "....")
     [(path, cut)] = _core_with(lambda c: c["intents"][0].update(action="y" * 80))
     assert path == "/intents/0/action"
     assert cut == ("action must be one of query, analyze, generate, modify, delete, execute, other or null, got '"
