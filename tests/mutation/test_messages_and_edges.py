@@ -29,6 +29,7 @@ from intentref.jsontext import CandidateTextError, json_type_name, parse_candida
 from intentref.limits import MAX_CANDIDATE_DEPTH
 from intentref.request import read_request
 from intentref.schema_subset import (
+    MAX_PATTERN_LENGTH,
     MAX_SAFE_INTEGER,
     MAX_SCHEMA_BYTES,
     MAX_SCHEMA_JSON_DEPTH,
@@ -431,3 +432,19 @@ def test_removed_keywords_are_stripped_at_every_schema_position():
         "a": {"type": "array", "items": {"type": "string"}},
         "b": {"additionalProperties": {"type": "string"}, "not": {"type": "null"}, "anyOf": [{}], "oneOf": [{}],
               "allOf": [{}], "const": {"$id": "data, not a keyword"}}}}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("subschema", "code", "pointer", "message"),
+    [
+        ({"type": "string", "pattern": 5}, "SCHEMA_UNSUPPORTED", "/pattern", "pattern must be a string."),
+        ({"type": "string", "pattern": "a" * (MAX_PATTERN_LENGTH + 1)}, "LIMIT_EXCEEDED", "/pattern",
+         f"pattern longer than {MAX_PATTERN_LENGTH} characters."),
+        ({"type": "string", "pattern": "("}, "SCHEMA_UNSUPPORTED", "/pattern",
+         "pattern is not an ECMA-262 regular expression."),
+        ({"type": "string", "format": "uuid4"}, "SCHEMA_UNSUPPORTED", "/format", "format 'uuid4' is not supported."),
+    ],
+)  # fmt: skip
+def test_keyword_faults_name_the_keyword(subschema, code, pointer, message):
+    # spec: R-SCH-013 D-LIM-004 D-SCH-001 -- a refused keyword is named at its own pointer.
+    assert _schema_error(_with_property(subschema)) == (code, "/properties/a" + pointer, message)
