@@ -35,13 +35,11 @@ import mcp_types as types
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError as PydanticValidationError
 
+from ._fdio import READ_CHUNK, read_chunks, write_all
 from .limits import is_well_formed
 
 logger = logging.getLogger(__name__)
 
-# One read's worth: large enough that a 10 MB line arrives in few reads, small enough not
-# to hold memory for an idle connection.
-READ_CHUNK: Final = 1 << 16
 # Messages queued between the reader and the server; the reader waits beyond this, so a
 # client writing faster than the server answers is slowed down rather than buffered.
 READ_QUEUE: Final = 16
@@ -248,34 +246,13 @@ async def _read_lines(fd: int, pollable: bool) -> AsyncIterator[bytes]:
             reader.stop()
         return
     splitter = _LineSplitter()
-    while True:
-        try:
-            chunk = os.read(fd, READ_CHUNK)
-        except BlockingIOError:
-            await anyio.wait_readable(fd)
-            continue
-        except OSError:
-            logger.debug("stdin read failed; treating as end of input", exc_info=True)
-            break
-        if not chunk:
-            break
+    async for chunk in read_chunks(fd):
         for line in splitter.feed(chunk):
             yield line
         if not pollable:
             await anyio.lowlevel.checkpoint()  # a regular file never blocks: let the server run
     if rest := splitter.rest():
         yield rest
-
-
-async def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        try:
-            written = os.write(fd, view)
-        except BlockingIOError:
-            await anyio.wait_writable(fd)
-            continue
-        view = view[written:]
 
 
 # --------------------------------------------------------------------------- the transport
@@ -307,7 +284,7 @@ async def stdio_transport() -> AsyncIterator[tuple[Any, Any]]:
                 try:
                     async with write_receive:
                         async for message in write_receive:
-                            await _write_all(wire_out, encode_message(message))
+                            await write_all(wire_out, encode_message(message))
                 except OSError:
                     # The client is gone: nothing more can be said to it; input's end follows.
                     logger.debug("stdout write failed", exc_info=True)

@@ -18,6 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from wire_checks import raised_error
 
 from intentref import Intent, IntentParseError, ModelExecutorError, jsonpointer
 from intentref.bridge import BridgeClosedError, create_intent_bridge, read_bridge_config
@@ -50,12 +51,6 @@ def _core_with(change: Any) -> list[tuple[str, str]]:
     candidate = copy.deepcopy(CORE)
     change(candidate)
     return core_violations(candidate)
-
-
-def _raised(make: Any) -> dict[str, Any]:
-    with pytest.raises(IntentParseError) as raised:
-        make()
-    return raised.value.to_json()
 
 
 # --------------------------------------------------------------------------- candidate text
@@ -229,7 +224,7 @@ def test_an_executor_error_with_an_undeclared_code_is_a_clear_programming_error(
         Intent({"schema": SCHEMA}).parse({"input": "查询订单 000123"}, executor)
 
 
-def test_an_undeclared_error_code_cannot_be_raised():
+def test_an_undeclared_error_code_cannot_beraised_error():
     # spec: D-ERR-001 -- every published code is in the table.
     with pytest.raises(ValueError, match=r"^undeclared error code 'NOT_A_CODE'$"):
         ErrorClass("NOT_A_CODE", "input", "x.")
@@ -257,14 +252,14 @@ def test_an_undeclared_error_code_cannot_be_raised():
 )  # fmt: skip
 def test_request_faults_name_the_member(request_value, path, message, code):
     # spec: R-BRG-019 D-REQ-004 D-REQ-006 R-ERR-017 D-ERR-006 -- one issue at the member, the message names it.
-    error = _raised(lambda: read_request(request_value, ["orderId"]))
+    error = raised_error(lambda: read_request(request_value, ["orderId"]))
     assert (error["code"], error["message"]) == (code, message)
     assert error["issues"] == [{"code": code, "category": "input", "path": path, "message": message}]
 
 
 def test_an_oversized_context_is_a_limit_at_context():
     # spec: D-LIM-002 -- the context byte limit is LIMIT_EXCEEDED at /context.
-    error = _raised(lambda: read_request({"input": "x", "context": "y" * 300_000}, ["orderId"]))
+    error = raised_error(lambda: read_request({"input": "x", "context": "y" * 300_000}, ["orderId"]))
     assert error["code"] == "LIMIT_EXCEEDED"
     assert error["issues"] == [{"code": "LIMIT_EXCEEDED", "category": "input", "path": "/context",
                                 "message": "context too large."}]  # fmt: skip
@@ -286,7 +281,7 @@ def test_bridge_type_faults_name_the_json_type(value, name):
 
 def test_instance_names_must_be_strings():
     # spec: R-CAP-001 D-BRG-001 -- a config fault, at /instances.
-    error = _raised(lambda: read_bridge_config({"instances": {1: Intent({"schema": SCHEMA})}}))
+    error = raised_error(lambda: read_bridge_config({"instances": {1: Intent({"schema": SCHEMA})}}))
     assert error["code"] == "CONFIG_INVALID"
     assert error["issues"] == [{"code": "CONFIG_INVALID", "category": "config", "path": "/instances",
                                 "message": "instance names must be strings."}]  # fmt: skip
@@ -334,7 +329,7 @@ def test_pointer_split_unescapes_in_the_rfc_order(pointer, tokens):
 
 
 def _schema_error(schema: Any) -> tuple[str, str, str]:
-    error = _raised(lambda: Definition.from_schema(schema))
+    error = raised_error(lambda: Definition.from_schema(schema))
     [issue] = error["issues"]
     assert error["message"] == f"schema {issue['path'] or '/'}: {issue['message']}"
     return error["code"], issue["path"], issue["message"]

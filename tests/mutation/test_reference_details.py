@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from wire_checks import error_faults
+from wire_checks import error_faults, raised_error
 
 from intentref import Intent, IntentParseError
 from intentref.bridge import create_intent_bridge
@@ -27,12 +27,6 @@ CORE_TEXT = json.dumps({
                  "blockers": {"clarificationReason": None, "questions": [], "confirmationReason": None,
                               "conditionReason": None}}],
 }, ensure_ascii=False)  # fmt: skip
-
-
-def _config_error(make: Any) -> dict[str, Any]:
-    with pytest.raises(IntentParseError) as raised:
-        make()
-    return raised.value.to_json()
 
 
 # --------------------------------------------------------------------------- D-SCH-001
@@ -79,7 +73,7 @@ BAD_BRIDGE_OPTIONS = [
 @pytest.mark.parametrize(("options", "path"), BAD_BRIDGE_OPTIONS)
 def test_a_bad_bridge_option_is_config_invalid_with_one_self_issue(options, path):
     # spec: D-ERR-001 D-ERR-002 -- CONFIG_INVALID, stage config, one issue filed as config at the member.
-    err = _config_error(lambda: create_intent_bridge({"instances": {"order": Intent({"schema": SCHEMA})}, **options}))
+    err = raised_error(lambda: create_intent_bridge({"instances": {"order": Intent({"schema": SCHEMA})}, **options}))
     assert error_faults(err) == []
     assert (err["code"], err["stage"]) == ("CONFIG_INVALID", "config")
     assert [(i["code"], i["category"], i["path"]) for i in err["issues"]] == [("CONFIG_INVALID", "config", path)]
@@ -99,7 +93,7 @@ def test_a_bad_bridge_option_is_config_invalid_with_one_self_issue(options, path
 )
 def test_a_bad_bridge_config_is_config_invalid_with_its_pointer(config, path):
     # spec: D-ERR-001 D-ERR-002
-    err = _config_error(lambda: create_intent_bridge(config))
+    err = raised_error(lambda: create_intent_bridge(config))
     assert error_faults(err) == []
     assert (err["code"], err["stage"]) == ("CONFIG_INVALID", "config")
     assert [(i["code"], i["category"], i["path"]) for i in err["issues"]] == [("CONFIG_INVALID", "config", path)]
@@ -117,7 +111,7 @@ def test_a_bad_bridge_config_is_config_invalid_with_its_pointer(config, path):
 )
 def test_a_bad_intent_config_is_config_invalid_with_its_pointer(config, path):
     # spec: D-ERR-001 D-ERR-002
-    err = _config_error(lambda: Intent(config))
+    err = raised_error(lambda: Intent(config))
     assert error_faults(err) == []
     assert (err["code"], err["stage"]) == ("CONFIG_INVALID", "config")
     assert [(i["code"], i["category"], i["path"]) for i in err["issues"]] == [("CONFIG_INVALID", "config", path)]
@@ -135,7 +129,7 @@ def test_a_bad_intent_config_is_config_invalid_with_its_pointer(config, path):
 )  # fmt: skip
 def test_a_definition_outside_the_subset_is_refused_with_a_message(schema, code, path):
     # spec: D-ERR-001 D-ERR-006 R-SCH-009 -- a code, stage config, the pointer, and a real message.
-    err = _config_error(lambda: Intent({"schema": schema}))
+    err = raised_error(lambda: Intent({"schema": schema}))
     assert error_faults(err) == []
     assert (err["code"], err["stage"]) == (code, "config")
     assert [(i["code"], i["category"], i["path"]) for i in err["issues"]] == [(code, "config", path)]
@@ -158,7 +152,7 @@ def test_expires_at_is_the_deadline_on_the_real_wall_clock():
 
 
 def test_the_repr_of_an_error_names_its_class_code_and_stage():
-    err = _config_error(lambda: Intent({"language": " ", "schema": SCHEMA}))
+    err = raised_error(lambda: Intent({"language": " ", "schema": SCHEMA}))
     with pytest.raises(IntentParseError) as raised:
         Intent({"language": " ", "schema": SCHEMA})
     assert repr(raised.value) == (f"IntentParseError('CONFIG_INVALID', stage='config', message={err['message']!r})")

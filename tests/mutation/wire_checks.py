@@ -16,6 +16,7 @@ import pathlib
 from typing import Any
 
 import jsonschema
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 
@@ -110,3 +111,12 @@ def reply_faults(reply: Any) -> list[str]:
     if isinstance(reply, dict) and reply.get("kind") == "error":
         faults += error_faults(reply.get("error"), "error")
     return faults
+
+
+def raised_error(make: Any) -> dict[str, Any]:
+    """The SerializedIntentError that ``make()`` raises (the test fails if it raises none)."""
+    from intentref import IntentParseError
+
+    with pytest.raises(IntentParseError) as raised:
+        make()
+    return raised.value.to_json()

@@ -31,11 +31,11 @@ import httpx2
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
+from .._fdio import read_chunks, write_all
 from .harness import dumps_wire
 
 _STDERR_TAIL: Final = 64 * 1024
 CLOSE_GRACE: Final = 2.0  # seconds a server gets after its stdin closes (then SIGTERM, then SIGKILL)
-_CHUNK: Final = 1 << 16
 
 
 @dataclass
@@ -71,31 +71,6 @@ class ServerProcess(Protocol):
 
 
 # --------------------------------------------------------------------------- raw descriptors
-
-
-async def _read_fd(fd: int) -> AsyncIterator[bytes]:
-    while True:
-        try:
-            chunk = os.read(fd, _CHUNK)
-        except BlockingIOError:
-            await anyio.wait_readable(fd)
-            continue
-        except OSError:
-            return
-        if not chunk:
-            return
-        yield chunk
-
-
-async def _write_fd(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        try:
-            written = os.write(fd, view)
-        except BlockingIOError:
-            await anyio.wait_writable(fd)
-            continue
-        view = view[written:]
 
 
 def _close_fd(fd: int | None) -> None:
@@ -245,17 +220,17 @@ class ForkedProcess:
     async def write(self, data: bytes) -> None:
         if self._stdin is None:
             raise anyio.ClosedResourceError
-        await _write_fd(self._stdin, data)
+        await write_all(self._stdin, data)
 
     async def close_stdin(self) -> None:
         fd, self._stdin = self._stdin, None
         _close_fd(fd)
 
     def stdout(self) -> AsyncIterator[bytes]:
-        return _read_fd(self._stdout)
+        return read_chunks(self._stdout)
 
     def stderr(self) -> AsyncIterator[bytes]:
-        return _read_fd(self._stderr)
+        return read_chunks(self._stderr)
 
     async def watch(self) -> None:
         while self.returncode is None:  # the zygote writes the status when it reaps the server
