@@ -168,7 +168,7 @@ class Job:
 
     def end(self, code: str, detail: str | None = None, stage: ErrorStage | None = None) -> IntentParseError:
         """End an active job for a reason outside the candidate (cancel, model failure, expiry)."""
-        if code not in _END_MESSAGES:  # a host's own ModelExecutorError subclass with a made-up code
+        if code not in _END_MESSAGES:  # D-ERR-004 -- a host's own ModelExecutorError subclass with a made-up code
             raise ValueError(f"{code!r} is not a code a job can end with: {', '.join(_END_MESSAGES)}")
         stage = stage or self.stage
         self._move(Event.ENDED)

@@ -212,7 +212,7 @@ def test_a_data_stage_contract_failure_says_data_candidate():
 
 
 def test_an_executor_error_with_an_undeclared_code_is_a_clear_programming_error():
-    # spec: R-ERR-031 -- an executor ends a job only with a declared model code; a made-up one is a
+    # spec: R-ERR-031 D-ERR-004 -- an executor ends a job only with a declared model code; a made-up one is a
     # host bug, reported as such (ValueError naming the code), not published as an error code.
     class MadeUp(ModelExecutorError):
         code = "MODEL_ON_FIRE"
