@@ -172,12 +172,31 @@ def _stored(reply: Reply) -> bytes:
     return dumps_compact(reply).encode("utf-8", "surrogatepass")
 
 
+class _RetainedReply(dict[str, Any]):
+    """A reply decoded from its retained bytes, still holding that compact JSON (D-BRG-021)."""
+
+    __slots__ = ("json_text",)
+    json_text: str
+
+
 def _fresh(stored: bytes) -> Reply:
     # Every caller gets its own objects: a retained reply must not change because one caller
     # edited what it was given, and no reply may alias the core's shared schema objects.
-    # (json.loads decodes bytes with surrogatepass, the mirror of _stored.)
-    reply: Reply = json.loads(stored)
+    # The text is decoded with surrogatepass, the mirror of _stored.
+    text = stored.decode("utf-8", "surrogatepass")
+    reply = _RetainedReply(json.loads(text))
+    reply.json_text = text
     return reply
+
+
+def retained_json(reply: Reply) -> str | None:
+    """The compact JSON ``reply`` was decoded from, when it came straight from a Bridge call.
+
+    D-BRG-021: an adapter that sends a reply as JSON text (the MCP envelope) can send this
+    instead of encoding the reply again.  It is exact only while the reply is unedited, so
+    only the code that received the reply from the Bridge should use it.
+    """
+    return reply.json_text if isinstance(reply, _RetainedReply) else None
 
 
 def _bridge_input_error(path: str, message: str) -> IntentParseError:

@@ -30,6 +30,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 
 from . import __version__
+from .bridge import create_intent_bridge, retained_json
 from .errors import Issue, error, self_issue
 from .jsontext import dumps_compact
 from .limits import is_well_formed, well_formed
@@ -74,8 +75,6 @@ class Bridge(Protocol):
 
 
 # --------------------------------------------------------------------------- tool declarations
-
-_STRING: Final = {"type": "string"}
 
 # spec: seed 000 "工具与 session 方法" -- PrepareRequest = IntentParseRequest + instance.
 _PREPARE_SCHEMA: Final[dict[str, Any]] = {
@@ -144,45 +143,38 @@ _CANCEL_SCHEMA: Final[dict[str, Any]] = {
 }
 
 # D-MCP-004: the BridgeReply union as outputSchema.  Root "type": "object" keeps it valid on
-# the 2025 revisions too; members stay open (no additionalProperties) so the Bridge, not
-# this declaration, owns the exact reply shape.
+# the 2025 revisions too.  Each kind's branch checks only its "kind" constant and its required
+# members; the members' types are annotations ("description"), which validators do not
+# evaluate.  Why: every SDK client validates every result against this schema, and a branch
+# that descends into each member costs that client about 4x more per call (jsonschema builds
+# one sub-validator per member; measured with `intentref bench --only mcp`).  anyOf, not oneOf:
+# the branches exclude each other by the "kind" constant, so the two accept the same replies,
+# and anyOf stops at the first branch that fits.  Members stay open (no additionalProperties):
+# the Bridge, not this declaration, owns the exact reply shape.
 _REPLY_SCHEMA: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {"kind": {"type": "string", "enum": ["task", "result", "error"]}},
     "required": ["kind"],
-    "oneOf": [
+    "anyOf": [
         {
-            "properties": {
-                "kind": {"const": "task"},
-                "jobId": _STRING,
-                "stepToken": _STRING,
-                "stage": {"type": "string", "enum": ["core", "data"]},
-                "instructions": _STRING,
-                "payload": _STRING,
-                "format": {"type": "object"},
-                "expiresAt": _STRING,
-            },
+            "description": (
+                "A task: jobId, stepToken, stage (core or data), instructions and payload are strings, "
+                "format is an object; expiresAt (a string) only when the Bridge has a job TTL."
+            ),
+            "properties": {"kind": {"const": "task"}},
             "required": ["kind", "jobId", "stepToken", "stage", "instructions", "payload", "format"],
         },
         {
-            "properties": {"kind": {"const": "result"}, "result": {"type": "object"}},
+            "description": "The finished recognition: result is an object.",
+            "properties": {"kind": {"const": "result"}},
             "required": ["kind", "result"],
         },
         {
-            "properties": {
-                "kind": {"const": "error"},
-                "error": {
-                    "type": "object",
-                    "properties": {
-                        "code": _STRING,
-                        "stage": _STRING,
-                        "message": _STRING,
-                        "issues": {"type": "array"},
-                        "partialResult": {"type": "object"},
-                    },
-                    "required": ["code", "stage", "message", "issues"],
-                },
-            },
+            "description": (
+                "A failure: error is an object with code, stage and message (strings), issues (an array) "
+                "and, where some of the work stands, partialResult (an object)."
+            ),
+            "properties": {"kind": {"const": "error"}},
             "required": ["kind", "error"],
         },
     ],
@@ -333,14 +325,16 @@ def _well_formed_json(value: Any) -> Any:
     return value
 
 
-def tool_result(reply: dict[str, Any]) -> types.CallToolResult:
+def tool_result(reply: dict[str, Any], reply_json: str | None = None) -> types.CallToolResult:
     """The MCP envelope of one BridgeReply (spec: seed 000 "MCP 外层返回").
 
     Text content is the whole reply as compact JSON, structuredContent the same object,
-    and isError is true exactly when kind is "error".
+    and isError is true exactly when kind is "error".  ``reply_json``, when given, is that
+    compact JSON already written (the Bridge's retained text, D-BRG-021).
     """
     try:
-        text = dumps_compact(reply)  # spec: R-ENV-001 -- the whole reply, JSON.stringify's form
+        # spec: R-ENV-001 -- the whole reply, JSON.stringify's form
+        text = dumps_compact(reply) if reply_json is None else reply_json
         text.encode("utf-8")
     except UnicodeEncodeError:
         # A lone surrogate cannot cross a UTF-8 wire; JSON.stringify + TextEncoder would send U+FFFD.
@@ -398,7 +392,8 @@ def build_intent_mcp_server(
             )
         if bench_noop and params.name == BENCH_NOOP_TOOL:
             return noop_result
-        return tool_result(call_intent_tool(session, params.name, params.arguments))
+        reply = call_intent_tool(session, params.name, params.arguments)
+        return tool_result(reply, retained_json(reply))  # D-BRG-021: the reply is unedited here
 
     return Server(
         SERVER_NAME,
@@ -479,8 +474,6 @@ def _split_config(config: Mapping[str, Any], transport: Any) -> tuple[dict[str, 
 
 
 def _create_bridge(config: dict[str, Any]) -> Bridge:
-    from .bridge import create_intent_bridge  # late: the Bridge must not depend on the MCP SDK
-
     bridge: Bridge = create_intent_bridge(config)
     return bridge
 

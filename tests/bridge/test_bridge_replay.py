@@ -122,3 +122,24 @@ def test_lone_surrogates_in_candidates_are_digested_not_crashed_on() -> None:
     assert repair["kind"] == "task"
     assert wire(accept(session, core, text)) == wire(repair)
     assert code(accept(session, core, '{"x":"\udc00"}')) == "BRIDGE_STEP_CONFLICT"
+
+
+def test_every_handed_out_reply_carries_its_own_compact_json() -> None:
+    """D-BRG-021: the carried text is exactly the reply's compact JSON, for each kind."""
+    from intentref.bridge import retained_json
+    from intentref.jsontext import dumps_compact
+
+    session = make_bridge().connect()
+    core = prepare(session)
+    data = accept(session, core, CORE_TEXT)
+    result = accept(session, data, DATA_TEXT)
+    replay = accept(session, data, DATA_TEXT)
+    cancelled = session.cancel({"jobId": prepare(session)["jobId"]})
+    for reply in (core, data, result, replay, cancelled):
+        text = retained_json(reply)
+        assert text is not None, reply["kind"]
+        assert text == dumps_compact(reply)
+        assert json.loads(text) == reply
+    # A reply the Bridge did not retain (a parameter fault) carries none.
+    assert retained_json(session.accept({"jobId": 1})) is None
+    assert retained_json({"kind": "result", "result": {}}) is None

@@ -72,6 +72,31 @@ def test_every_reply_kind_fits_the_output_schema(reply: dict[str, Any]) -> None:
         Draft202012Validator(tool["outputSchema"]).validate(reply)
 
 
+def _without(reply: dict[str, Any], member: str) -> dict[str, Any]:
+    return {k: v for k, v in reply.items() if k != member}
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        {},
+        {"kind": "done"},
+        _without(TASK, "stepToken"),
+        _without(TASK, "format"),
+        {"kind": "result"},
+        {"kind": "error"},
+        {**RESULT, "kind": "task"},  # a result's members under another kind's constant
+        {**ERROR, "kind": "result"},
+    ],
+    ids=["empty", "unknown-kind", "task-no-token", "task-no-format", "result-bare", "error-bare",
+         "result-as-task", "error-as-result"],
+)
+def test_output_schema_rejects_a_reply_missing_its_kinds_members(reply: dict[str, Any]) -> None:
+    """D-MCP-004: each kind's branch requires that kind's members."""
+    validator = Draft202012Validator(MCP_TOOLS[0]["outputSchema"])
+    assert not validator.is_valid(reply)
+
+
 @pytest.mark.parametrize("reply", [TASK, RESULT, ERROR], ids=["task", "result", "error"])
 def test_envelope(reply: dict[str, Any]) -> None:
     """spec: R-ENV-001, R-ENV-002, R-ENV-003, R-ENV-005."""
