@@ -280,3 +280,35 @@ def test_a_crash_or_a_hang_errors_one_case_and_the_next_gets_a_new_server(tmp_pa
         "BRG-9001": PASSED, "BRG-9002": ERRORED, "BRG-9003": PASSED, "BRG-9004": ERRORED, "BRG-9005": PASSED}  # fmt: skip
     assert "exit status 3" in outcomes["BRG-9002"].detail
     assert "no answer within the timeout" in outcomes["BRG-9004"].detail
+
+
+class _CountingTarget(InProcessTarget):
+    """The in-process reference declaring parallel and shared runs, counting what it opens."""
+
+    parallel_runs = 2
+    shared_runs = 3
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.shared_opened: list[Any] = []
+
+    def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Any:
+        run = super().open(instances, bridge_options)
+        if instances == load_instances() and not bridge_options:
+            self.shared_opened.append(run)
+        return run
+
+
+def test_shared_cases_dealt_over_shared_runs_keep_their_verdicts_and_order(cases: list[Case]) -> None:
+    """D-CNF-011, D-CNF-012: sharding changes neither a verdict nor the order of the report."""
+    selection = [c for c in cases if not c.id.startswith("CAP-006")][:300]  # no TTL sleeps
+    sequential = execute(selection, InProcessTarget())
+    target = _CountingTarget()
+    sharded = execute(selection, target)
+    assert [o.case_id for o in sharded] == [c.id for c in selection]
+    assert [(o.case_id, o.outcome) for o in sharded] == [(o.case_id, o.outcome) for o in sequential]
+    single = _CountingTarget()
+    single.shared_runs = 1
+    execute(selection, single)
+    # Own-run cases with the suite's instances count in both; the shards add two more runs.
+    assert len(target.shared_opened) == len(single.shared_opened) + 2

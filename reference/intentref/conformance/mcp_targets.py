@@ -61,6 +61,10 @@ DEFAULT_TIMEOUT: Final = 10.0
 # Cases with runs of their own executed at once beside the shared run (D-CNF-011): most of
 # such a case's time is its server starting or a TTL running out, not CPU.
 PARALLEL_RUNS: Final = 4
+# Server processes of the shared configuration the shared cases are dealt over (D-CNF-012).
+# Measured on 2 CPUs: 1 -> 63, 2 -> 76, 4 -> 97 cases/s; more gave nothing (the runner's
+# own client work, under one GIL, is then the limit).
+SHARED_RUNS: Final = 4
 # Servers of upcoming configured runs started ahead (StdioTarget.expect_runs): one for
 # each parallel case, so none waits for its server while the one before runs.
 PREFETCH: Final = PARALLEL_RUNS + 1
@@ -495,6 +499,7 @@ class StdioTarget:
         self._dir = tempfile.TemporaryDirectory(prefix="intentref-stdio-")
         self._runs = 0
         self.parallel_runs = PARALLEL_RUNS
+        self.shared_runs = SHARED_RUNS
         self.prefetch = PREFETCH
         self._lock = threading.Lock()  # open() is called from the runner's worker threads
         self._planned: collections.deque[tuple[str, dict[str, Any], dict[str, Any]]] = collections.deque()

@@ -5,10 +5,10 @@ sets options gets a fresh run of its own, so capacity counts start from zero and
 other case's records can be evicted by it.
 
 A target that says it can (``parallel_runs`` > 1, the stdio target) has its cases with
-runs of their own executed on worker threads while the shared run's cases go on one by
-one on the calling thread (D-CNF-011): those runs share nothing with each other or with
-the shared run, and many of them mostly wait (a server starting, a TTL running out).
-Outcomes are returned, and reported, in case order either way.
+runs of their own executed on worker threads (D-CNF-011), and its shared cases dealt
+round-robin over ``shared_runs`` shared runs, each on its own thread (D-CNF-012): no case
+shares a Bridge, a job or a token with a case of another run, and most of a case's time is
+spent waiting for its server.  Outcomes are returned, and reported, in case order either way.
 """
 
 from __future__ import annotations
@@ -119,19 +119,32 @@ def _execute_in_parallel(cases: list[Case], executor: Executor, workers: int,
         assert outcome is not None  # only cases that need no shared run are sent here
         finish(index, outcome)
 
+    shards = max(1, getattr(target, "shared_runs", 1))
+    executors = [executor] + [Executor(target, instances) for _ in range(shards - 1)]
+
+    def shared_shard(shard: int, indices: list[int]) -> None:
+        for index in indices:
+            finish(index, executors[shard].run(cases[index]))
+
     pending: list[Future[None]] = []
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="intentref-case") as pool:
-        shared = []
-        for index, case in enumerate(cases):
-            # Submitted in case order: the target started their servers in that order (plan).
-            if _unsupported(case, target) is None and _own_instances(case, instances) is not None:
-                pending.append(pool.submit(own, index))
-            else:
-                shared.append(index)
-        for index in shared:
-            finish(index, executor.run(cases[index]))
-        for future in pending:
-            future.result()  # re-raise a fixture error from a worker
+    try:
+        with ThreadPoolExecutor(max_workers=workers + shards - 1, thread_name_prefix="intentref-case") as pool:
+            shared = []
+            for index, case in enumerate(cases):
+                # Submitted in case order: the target started their servers in that order (plan).
+                if _unsupported(case, target) is None and _own_instances(case, instances) is not None:
+                    pending.append(pool.submit(own, index))
+                else:
+                    shared.append(index)
+            # D-CNF-012: the shared cases dealt round-robin over `shards` shared runs.
+            for shard in range(1, shards):
+                pending.append(pool.submit(shared_shard, shard, shared[shard::shards]))
+            shared_shard(0, shared[0::shards])
+            for future in pending:
+                future.result()  # re-raise a fixture error from a worker
+    finally:
+        for extra in executors[1:]:
+            extra.close()
 
 
 def _unsupported(case: Case, target: Target) -> str | None:
