@@ -11,6 +11,11 @@ the SDK offers (the 2026-07-28 default and the 2025 handshake), one connection p
   serialisation, the pipe, the SDK's dispatch, the reply's parsing).
 
 The ratio is what the adapter and the Bridge add to a tool call.  Target: at most 1.25x.
+
+A second, diagnostic floor is printed beside it: ``bench_replay`` with the same arguments,
+which sends the last intent result again without the Bridge -- the same bytes both ways as
+the measured call, so what is left of that ratio is the Bridge's and the adapter's work alone
+(the gap between the two floors is the protocol's own cost of carrying a data task).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from typing import Any
 
 from .bench import Figure
 from .examples import ORDER_CORE, ORDER_INPUT, ORDER_SCHEMA
-from .mcp_server import BENCH_NOOP_ENV, BENCH_NOOP_TOOL
+from .mcp_server import BENCH_NOOP_ENV, BENCH_NOOP_TOOL, BENCH_REPLAY_TOOL
 
 TARGET = 1.25
 ERAS = (("auto", "2026-07-28"), ("legacy", "2025 handshake"))
@@ -50,7 +55,7 @@ async def _timed(calls: list[Callable[[], Awaitable[Any]]]) -> tuple[float, list
     return (time.perf_counter() - started) / len(calls), results
 
 
-async def _measure(config_file: Path, mode: str, smoke: bool) -> tuple[float, float]:
+async def _measure(config_file: Path, mode: str, smoke: bool) -> tuple[float, float, float]:
     from mcp import Client, StdioServerParameters
 
     batch, rounds = (10, 2) if smoke else (200, 9)
@@ -90,25 +95,37 @@ async def _measure(config_file: Path, mode: str, smoke: bool) -> tuple[float, fl
                 await client.call_tool("intent_cancel", {"jobId": reply["jobId"]})
             return seconds
 
+        async def replay_round() -> float:
+            # Same arguments as an accept; replies the data task the last accept gave.
+            args = {"jobId": "-", "stepToken": "-", "candidateText": CORE_TEXT}
+            seconds, results = await _timed([lambda: client.call_tool(BENCH_REPLAY_TOOL, args)] * batch)
+            if any(_reply(result).get("stage") != "data" for result in results):
+                raise RuntimeError(f"{BENCH_REPLAY_TOOL} did not repeat the data task")
+            return seconds
+
         async def noop_round() -> float:
             seconds, results = await _timed([noop for _ in range(batch)])
             if any(_reply(result).get("kind") != "result" for result in results):
                 raise RuntimeError(f"{BENCH_NOOP_TOOL} returned something else")
             return seconds
 
-        await accept_round()  # warm both paths: validators, lazy imports, caches
-        await noop_round()
+        await noop_round()  # warm every path: validators, lazy imports, caches
         ours: list[float] = []
         floor: list[float] = []
-        for index in range(rounds):
+        same_bytes: list[float] = []
+        for index in range(rounds + 1):
             # Alternate which side goes first, so drift within a round favours neither.
+            # bench_replay follows an accept round: it repeats that round's last data task.
             if index % 2:
                 floor.append(await noop_round())
                 ours.append(await accept_round())
+                same_bytes.append(await replay_round())
             else:
                 ours.append(await accept_round())
+                same_bytes.append(await replay_round())
                 floor.append(await noop_round())
-    return statistics.median(ours), statistics.median(floor)
+    # Round 0 was the warm-up of the accept and replay paths.
+    return statistics.median(ours[1:]), statistics.median(floor[1:]), statistics.median(same_bytes[1:])
 
 
 def bench_accept_round_trip(smoke: bool = False, mode: str = "auto", era: str = "2026-07-28") -> Figure:
@@ -118,7 +135,7 @@ def bench_accept_round_trip(smoke: bool = False, mode: str = "auto", era: str = 
         config_file = Path(directory) / "instances.json"
         config = {"instances": {"orders": {"language": "zh-CN", "schema": ORDER_SCHEMA}}}
         config_file.write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")
-        ours, floor = anyio.run(_measure, config_file, mode, smoke)
+        ours, floor, same_bytes = anyio.run(_measure, config_file, mode, smoke)
     return Figure(
         f"mcp intent_accept round trip (stdio, {era})",
         ours,
@@ -126,7 +143,8 @@ def bench_accept_round_trip(smoke: bool = False, mode: str = "auto", era: str = 
         "s/call",
         TARGET,
         f"mcp.Client over stdio ({era}): intent_accept of the seed core candidate (-> data task) "
-        f"vs {BENCH_NOOP_TOOL} on the same intent-runtime-mcp process",
+        f"vs {BENCH_NOOP_TOOL} on the same intent-runtime-mcp process; diagnostic: vs {BENCH_REPLAY_TOOL} "
+        f"(same bytes both ways, {same_bytes * 1e3:.3f} ms/call) {ours / same_bytes:.2f}x",
     )
 
 

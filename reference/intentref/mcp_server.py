@@ -267,6 +267,14 @@ _BENCH_NOOP_DECLARATION: Final[dict[str, Any]] = {
     "inputSchema": {"type": "object"},
 }
 _BENCH_NOOP_REPLY: Final[dict[str, Any]] = {"kind": "result", "result": {}}
+# The second floor: the last task result this server built, sent again as it is.
+BENCH_REPLAY_TOOL: Final = "bench_replay"
+_BENCH_REPLAY_DECLARATION: Final[dict[str, Any]] = {
+    "name": BENCH_REPLAY_TOOL,
+    "description": f"Benchmark floor only ({BENCH_NOOP_ENV}=1): sends the last task result again.",
+    "inputSchema": {"type": "object"},
+    "outputSchema": _REPLY_SCHEMA,
+}
 
 
 # --------------------------------------------------------------------------- one call
@@ -371,7 +379,9 @@ def build_intent_mcp_server(
     bench_noop = os.environ.get(BENCH_NOOP_ENV) == "1"  # D-MCP-015
     if bench_noop:
         tools.append(types.Tool.model_validate(_BENCH_NOOP_DECLARATION))
+        tools.append(types.Tool.model_validate(_BENCH_REPLAY_DECLARATION))
         noop_result = tool_result(_BENCH_NOOP_REPLY)
+        last_result = [noop_result]  # what bench_replay sends: the last task result
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -392,8 +402,13 @@ def build_intent_mcp_server(
             )
         if bench_noop and params.name == BENCH_NOOP_TOOL:
             return noop_result
+        if bench_noop and params.name == BENCH_REPLAY_TOOL:
+            return last_result[0]
         reply = call_intent_tool(session, params.name, params.arguments)
-        return tool_result(reply, retained_json(reply))  # D-BRG-021: the reply is unedited here
+        result = tool_result(reply, retained_json(reply))  # D-BRG-021: the reply is unedited here
+        if bench_noop and reply.get("kind") == "task":
+            last_result[0] = result
+        return result
 
     return Server(
         SERVER_NAME,

@@ -26,7 +26,7 @@ from intentref.mcp_server import (
     serve_intent_mcp_http,
     tool_result,
 )
-from mcp_support import CONFIG, ERAS, ORDER_CORE, accept, order_flow, prepare_order
+from mcp_support import CONFIG, ERAS, ORDER_CORE, accept, call, order_flow, prepare_order
 
 TASK = {
     "kind": "task", "jobId": "j", "stepToken": "t", "stage": "data", "instructions": "i",
@@ -247,5 +247,39 @@ def test_serve_intent_mcp_http_in_process() -> None:
             await service.close()
         assert service.bridge.closed  # type: ignore[attr-defined]
         assert not any(intent.disposed for intent in intents)
+
+    anyio.run(main)
+
+
+@pytest.mark.parametrize("enabled", [True, False], ids=["bench-env", "no-env"])
+def test_benchmark_floors_exist_only_under_their_variable(enabled: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """D-MCP-015: bench_noop and bench_replay are served only with INTENTREF_BENCH_NOOP_TOOL=1."""
+    from intentref.mcp_server import BENCH_NOOP_ENV, BENCH_NOOP_TOOL, BENCH_REPLAY_TOOL
+
+    if enabled:
+        monkeypatch.setenv(BENCH_NOOP_ENV, "1")
+    else:
+        monkeypatch.delenv(BENCH_NOOP_ENV, raising=False)
+    config, _ = _config()
+
+    async def main() -> None:
+        async with _in_memory(config) as (streams, _service), Client(_transport(streams)) as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            assert (BENCH_NOOP_TOOL in names) is enabled
+            assert (BENCH_REPLAY_TOOL in names) is enabled
+            task = await prepare_order(client)
+            data = await accept(client, task, ORDER_CORE)
+            await call(client, "intent_cancel", {"jobId": data["jobId"]})  # not a task: not kept
+            replayed = await client.session.call_tool(BENCH_REPLAY_TOOL, {"ignored": True})
+            noop = await client.session.call_tool(BENCH_NOOP_TOOL, {})
+            if enabled:
+                # The last task result again, byte for byte, without a new step.
+                assert replayed.structured_content == data
+                assert replayed.content[0].text == json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+                assert noop.structured_content == {"kind": "result", "result": {}}
+            else:
+                for result in (replayed, noop):
+                    assert result.is_error
+                    assert result.structured_content["error"]["code"] == "BRIDGE_TOOL_NOT_FOUND"
 
     anyio.run(main)
