@@ -83,8 +83,10 @@ def task_instructions(stage: str, language: str, repair: bool) -> str:
     zh = _chinese(language)
     if stage == "core":
         text = _CORE_ZH if zh else _CORE_EN
-    else:
+    elif stage == "data":
         text = _DATA_ZH if zh else _DATA_EN
+    else:
+        raise ValueError(f"no instructions for stage {stage!r}")
     if repair:
         text += _REPAIR_ZH if zh else _REPAIR_EN
     return text.replace("{language}", language)

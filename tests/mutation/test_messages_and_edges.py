@@ -220,8 +220,40 @@ def test_an_executor_error_with_an_undeclared_code_is_a_clear_programming_error(
     def executor(task: dict[str, Any]) -> str:
         raise MadeUp("boom")
 
-    with pytest.raises(ValueError, match=r"^'MODEL_ON_FIRE' is not a code a job can end with: "):
+    with pytest.raises(ValueError) as raised:
         Intent({"schema": SCHEMA}).parse({"input": "查询订单 000123"}, executor)
+    # The message lists every code a job can end with, comma-separated, so the host sees its choices.
+    listed = str(raised.value).removeprefix("'MODEL_ON_FIRE' is not a code a job can end with: ").split(", ")
+    assert str(raised.value).startswith("'MODEL_ON_FIRE' is not a code a job can end with: ")
+    assert listed == ["MODEL_ABORTED", "MODEL_REFUSED", "MODEL_OUTPUT_INCOMPLETE", "MODEL_AUTH_FAILED",
+                      "MODEL_RATE_LIMITED", "MODEL_REQUEST_FAILED", "BRIDGE_JOB_EXPIRED"]  # fmt: skip
+
+
+def test_submitting_to_an_ended_job_is_a_programming_error_that_says_so():
+    job = Intent({"schema": SCHEMA}).start({"input": "查询订单 000123"})
+    job.cancel("cancelled")
+    with pytest.raises(RuntimeError) as raised:
+        job.submit("{}")
+    assert str(raised.value) == "submit() on a job that has ended"
+
+
+def test_a_data_repair_task_says_it_is_a_repair_and_the_first_data_task_does_not():
+    # spec: R-TSK-010 -- a repair task's instructions add the repair paragraph to its stage's own.
+    from intentref.examples import ORDER_CORE
+    from intentref.instructions import task_instructions
+
+    intent = Intent({"schema": SCHEMA, "language": "zh-CN", "repairAttempts": 1})
+    job = intent.start({"input": "查询订单 000123"})
+    data_task = job.submit(json.dumps(ORDER_CORE, ensure_ascii=False)).task
+    assert data_task is not None and data_task.stage == "data"
+    assert data_task.instructions == task_instructions("data", "zh-CN", False)
+    repair_task = job.submit("{}").task
+    assert repair_task is not None and repair_task.stage == "data"
+    assert repair_task.instructions == task_instructions("data", "zh-CN", True)
+    assert repair_task.instructions.startswith(data_task.instructions)
+    assert len(repair_task.instructions) > len(data_task.instructions)
+    with pytest.raises(ValueError, match=r"^no instructions for stage 'DATA'$"):
+        task_instructions("DATA", "zh-CN", False)
 
 
 def test_an_undeclared_error_code_cannot_beraised_error():

@@ -2,8 +2,8 @@
 
 What is measured is the main job exactly as ``intentref conformance`` runs it: every case
 of the bundled fixtures against the bundled reference server over real stdio (its default
-target: server processes forked from a pre-imported zygote, one shared process for the
-cases without Bridge options and one per case with options), in each protocol era.  The
+target: server processes forked from a pre-imported zygote, four shared processes for the
+cases without Bridge options (D-CNF-012) and one per case with options), in each protocol era.  The
 rate counts from the moment the first case is done, so the one-off start-up (the SDK's
 imports, the first server process) is left out, as the issue asks; every later server
 process a case needs is inside the measurement.
