@@ -40,7 +40,7 @@ from intentref.limits import MAX_CANDIDATE_BYTES
 LONG = os.environ.get("INTENTREF_LONG") == "1"
 MIN_STEPS = 50_000 if LONG else 2_000
 SETTINGS = settings(
-    max_examples=1_200 if LONG else 45,
+    max_examples=1_200 if LONG else 60,
     stateful_step_count=60,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
@@ -272,6 +272,24 @@ class BridgeMachine(RuleBasedStateMachine):
         reply = self.sessions[index].accept({"jobId": job_id, "stepToken": token, "candidateText": text})
         self._judge_accept(reply, index, job_id, token, text)
 
+    @precondition(lambda self: any(job.owner not in self.closed for job in self._active()))
+    @rule(data=st.data(), kind=st.sampled_from(["fitting"] * 6 + ["data-missing", "bad-json", "oversize"]))
+    def advance(self, data: st.DataObject, kind: str) -> None:
+        """The owner answers an active job's open step, mostly with the valid candidate.
+
+        Without it, finishing needs several lucky draws of accept in a row, and results (then
+        their replays and cancels), oversize candidates and faults on a live step would be too
+        rare to be checked on every run.
+        """
+        self._count()
+        job = data.draw(st.sampled_from([job for job in self._active() if job.owner not in self.closed]))
+        assert job.shadow is not None
+        if kind == "fitting":
+            kind = "core" if job.shadow.stage == "core" else "data"
+        text = CANDIDATES[kind]
+        reply = self.sessions[job.owner].accept({"jobId": job.job_id, "stepToken": job.token, "candidateText": text})
+        self._judge_accept(reply, job.owner, job.job_id, job.token, text)
+
     @precondition(lambda self: any(job.steps for job in self.jobs.values()))
     @rule(data=st.data())
     def resubmit(self, data: st.DataObject) -> None:
@@ -414,6 +432,11 @@ class BridgeMachine(RuleBasedStateMachine):
             retained = self.bridge._store.records  # a read-only peek, for the invariant only
             assert all(job.job_id in retained for job in self._active())
             assert all(job.job_id not in retained for job in self.gone)
+            # A session holds the ids of exactly its retained jobs: a reclaimed or dropped
+            # record leaves nothing behind in its owner (D-BRG-012 -- no growth per job).
+            for index, session in enumerate(self.sessions):
+                owned = {job.job_id for job in self.jobs.values() if job.owner == index}
+                assert set(session._job_ids) == owned  # a read-only peek, as above
 
 
 EXPECTED_BRANCHES = {
