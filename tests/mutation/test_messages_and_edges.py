@@ -475,3 +475,39 @@ def test_removed_keywords_are_stripped_at_every_schema_position():
 def test_keyword_faults_name_the_keyword(subschema, code, pointer, message):
     # spec: R-SCH-013 D-LIM-004 D-SCH-001 -- a refused keyword is named at its own pointer.
     assert _schema_error(_with_property(subschema)) == (code, "/properties/a" + pointer, message)
+
+
+def test_a_core_repair_task_says_it_is_a_repair():
+    # spec: R-TSK-010 -- the core stage's repair task adds the repair paragraph too.
+    from intentref.instructions import task_instructions
+
+    job = Intent({"schema": SCHEMA, "language": "en", "repairAttempts": 1}).start({"input": "查询订单 000123"})
+    first = job.task.instructions
+    assert first == task_instructions("core", "en", False)
+    repair = job.submit("{}").task
+    assert repair is not None and repair.stage == "core"
+    assert repair.instructions == task_instructions("core", "en", True)
+    assert repair.instructions.startswith(first) and len(repair.instructions) > len(first)
+
+
+def test_a_candidate_that_is_not_json_is_reported_with_the_parsers_reason():
+    # spec: R-ERR-026 -- the repair issue says why the text is not a JSON object.
+    job = Intent({"schema": SCHEMA, "repairAttempts": 1}).start({"input": "查询订单 000123"})
+    with pytest.raises(CandidateTextError) as parsed:
+        parse_candidate("{")
+    repair = job.submit("{").task
+    assert repair is not None
+    [issue] = json.loads(repair.payload)["repair"]["issues"]
+    assert (issue["path"], issue["message"]) == ("", str(parsed.value))
+    assert issue["message"]
+
+
+def test_request_messages_name_the_member():
+    # spec: R-BRG-019 D-REQ-003 -- a lone surrogate in text context, a field name that is not a string.
+    for request, path, message in [
+        ({"input": "x", "context": "背景\ud800"}, "/context", "context contains a lone surrogate."),
+        ({"input": "x", "fields": ["orderId", 7]}, "/fields/1", "a field name must be a string."),
+    ]:
+        error = raised_error(lambda r=request: read_request(r, ("orderId",)))
+        assert error["message"] == message
+        assert [(i["path"], i["message"]) for i in error["issues"]] == [(path, message)]
