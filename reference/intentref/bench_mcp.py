@@ -13,7 +13,7 @@ the SDK offers (the 2026-07-28 default and the 2025 handshake), one connection p
 The ratio is what the adapter and the Bridge add to a tool call.  Target: at most 1.25x.
 
 A second, diagnostic floor is printed beside it: ``bench_replay`` with the same arguments,
-which sends the last intent result again without the Bridge -- the same bytes both ways as
+which sends the last task result again without the Bridge -- the same bytes both ways as
 the measured call, so what is left of that ratio is the Bridge's and the adapter's work alone
 (the gap between the two floors is the protocol's own cost of carrying a data task).
 """

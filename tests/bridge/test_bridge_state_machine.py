@@ -433,7 +433,7 @@ class BridgeMachine(RuleBasedStateMachine):
             assert all(job.job_id in retained for job in self._active())
             assert all(job.job_id not in retained for job in self.gone)
             # A session holds the ids of exactly its retained jobs: a reclaimed or dropped
-            # record leaves nothing behind in its owner (D-BRG-012 -- no growth per job).
+            # record leaves nothing behind in its owner, so close() releases only its own (D-BRG-005).
             for index, session in enumerate(self.sessions):
                 owned = {job.job_id for job in self.jobs.values() if job.owner == index}
                 assert set(session._job_ids) == owned  # a read-only peek, as above
