@@ -488,11 +488,6 @@ def _split_config(config: Mapping[str, Any], transport: Any) -> tuple[dict[str, 
     return bridge_config, transport
 
 
-def _create_bridge(config: dict[str, Any]) -> Bridge:
-    bridge: Bridge = create_intent_bridge(config)
-    return bridge
-
-
 def _close_session(session: BridgeSession | None) -> None:
     if session is None:
         return
@@ -547,7 +542,7 @@ async def serve_intent_mcp(config: Mapping[str, Any], transport: Any = None) -> 
     the client's first request picks one.
     """
     bridge_config, transport = _split_config(config, transport)
-    bridge = _create_bridge(bridge_config)
+    bridge: Bridge = create_intent_bridge(bridge_config)
     holder = _StreamSession()
     server = build_intent_mcp_server(holder.resolve)
 
@@ -689,7 +684,7 @@ async def serve_intent_mcp_http(
     the bound endpoint; ``close()`` stops the server, ends every session and closes the
     Bridge.
     """
-    bridge = _create_bridge(dict(config))
+    bridge: Bridge = create_intent_bridge(dict(config))
     try:
         app = create_intent_mcp_http_app(
             bridge,

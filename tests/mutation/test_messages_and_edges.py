@@ -237,21 +237,26 @@ def test_submitting_to_an_ended_job_is_a_programming_error_that_says_so():
     assert str(raised.value) == "submit() on a job that has ended"
 
 
-def test_a_data_repair_task_says_it_is_a_repair_and_the_first_data_task_does_not():
+@pytest.mark.parametrize("stage, language", [("core", "en"), ("data", "zh-CN")])
+def test_a_repair_task_says_it_is_a_repair_and_the_first_task_does_not(stage, language):
     # spec: R-TSK-010 -- a repair task's instructions add the repair paragraph to its stage's own.
     from intentref.examples import ORDER_CORE
     from intentref.instructions import task_instructions
 
-    intent = Intent({"schema": SCHEMA, "language": "zh-CN", "repairAttempts": 1})
-    job = intent.start({"input": "查询订单 000123"})
-    data_task = job.submit(json.dumps(ORDER_CORE, ensure_ascii=False)).task
-    assert data_task is not None and data_task.stage == "data"
-    assert data_task.instructions == task_instructions("data", "zh-CN", False)
-    repair_task = job.submit("{}").task
-    assert repair_task is not None and repair_task.stage == "data"
-    assert repair_task.instructions == task_instructions("data", "zh-CN", True)
-    assert repair_task.instructions.startswith(data_task.instructions)
-    assert len(repair_task.instructions) > len(data_task.instructions)
+    job = Intent({"schema": SCHEMA, "language": language, "repairAttempts": 1}).start({"input": "查询订单 000123"})
+    first = job.task if stage == "core" else job.submit(json.dumps(ORDER_CORE, ensure_ascii=False)).task
+    assert first is not None and first.stage == stage
+    assert first.instructions == task_instructions(stage, language, False)
+    repair = job.submit("{}").task
+    assert repair is not None and repair.stage == stage
+    assert repair.instructions == task_instructions(stage, language, True)
+    assert repair.instructions.startswith(first.instructions)
+    assert len(repair.instructions) > len(first.instructions)
+
+
+def test_an_unknown_stage_has_no_instructions():
+    from intentref.instructions import task_instructions
+
     with pytest.raises(ValueError, match=r"^no instructions for stage 'DATA'$"):
         task_instructions("DATA", "zh-CN", False)
 
@@ -475,19 +480,6 @@ def test_removed_keywords_are_stripped_at_every_schema_position():
 def test_keyword_faults_name_the_keyword(subschema, code, pointer, message):
     # spec: R-SCH-013 D-LIM-004 D-SCH-001 -- a refused keyword is named at its own pointer.
     assert _schema_error(_with_property(subschema)) == (code, "/properties/a" + pointer, message)
-
-
-def test_a_core_repair_task_says_it_is_a_repair():
-    # spec: R-TSK-010 -- the core stage's repair task adds the repair paragraph too.
-    from intentref.instructions import task_instructions
-
-    job = Intent({"schema": SCHEMA, "language": "en", "repairAttempts": 1}).start({"input": "查询订单 000123"})
-    first = job.task.instructions
-    assert first == task_instructions("core", "en", False)
-    repair = job.submit("{}").task
-    assert repair is not None and repair.stage == "core"
-    assert repair.instructions == task_instructions("core", "en", True)
-    assert repair.instructions.startswith(first) and len(repair.instructions) > len(first)
 
 
 def test_a_candidate_that_is_not_json_is_reported_with_the_parsers_reason():
