@@ -221,10 +221,10 @@ class VariantTarget:
 
 def catalogue() -> dict[str, Variant]:
     """Every named variant, in a stable order."""
-    from . import _variants_boundary
+    from . import _variants_boundary, _variants_bridge, _variants_core
 
     found: dict[str, Variant] = {}
-    for module in (_variants_boundary,):
+    for module in (_variants_boundary, _variants_core, _variants_bridge):
         for variant in module.VARIANTS:
             if variant.name in found:
                 raise ValueError(f"two decision variants are named {variant.name!r}")
