@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar
@@ -509,3 +510,35 @@ def recall(target_factory: Callable[[str], Any] | None = None, cases: list[Case]
     from .recall import recall as tabulate
 
     return tabulate(target_factory, cases)
+
+
+# --------------------------------------------------------------------------- behind the harness
+
+
+def harness_command(name: str) -> list[str]:
+    """A command running the reference's JSON-lines harness with the fault ``name``.
+
+    For ``--harness``: a real subprocess behind the real protocol, so a fault that needs
+    Bridge options can be shown to a target other than the in-process one (D-CNF-032).
+    """
+    if name not in FAULTS or FAULTS[name].envelope_only:
+        raise ValueError(f"{name!r} is not a Bridge fault; choose one of {sorted(n for n, c in FAULTS.items() if not c.envelope_only)}")
+    return [sys.executable, "-m", "intentref.conformance.faulty", "--harness", name]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    names = sorted(n for n, c in FAULTS.items() if not c.envelope_only)
+    if len(args) != 2 or args[0] != "--harness" or args[1] not in names:
+        print(f"usage: python -m intentref.conformance.faulty --harness FAULT  (FAULT: {', '.join(names)})", file=sys.stderr)
+        return 2
+    from . import harness_reference
+
+    # The reference harness looks its Bridge factory up when a run is configured; this
+    # program exists only to put the fault's factory there, in a process of its own.
+    harness_reference.create_intent_bridge = bridge_factory(args[1])  # type: ignore[attr-defined]
+    return harness_reference.main()
+
+
+if __name__ == "__main__":  # pragma: no cover - run as a program
+    raise SystemExit(main())

@@ -105,11 +105,11 @@ def _got_text(actual: dict[str, Any]) -> str:
         issues = repair.get("issues") if isinstance(repair, dict) else repair  # a bare list, tolerated
         return text + f", a repair task whose issues are {_issues(issues)}"
     if kind == "error":
-        error = actual.get("error") if isinstance(actual.get("error"), dict) else {}
+        error: dict[str, Any] = actual["error"] if isinstance(actual.get("error"), dict) else {}
         code, stage = error.get("code"), error.get("stage")
         return f"an error: {code} at stage {stage}, issues {_issues(error.get('issues'))}"
-    result = actual.get("result") if isinstance(actual.get("result"), dict) else {}
-    items = result.get("intents") if isinstance(result.get("intents"), list) else []
+    result: dict[str, Any] = actual["result"] if isinstance(actual.get("result"), dict) else {}
+    items: list[Any] = result["intents"] if isinstance(result.get("intents"), list) else []
     statuses = ", ".join(str(i.get("status")) for i in items if isinstance(i, dict)) or "no items"
     return f"a result ({statuses})"
 
