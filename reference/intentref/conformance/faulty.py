@@ -536,7 +536,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # The reference harness looks its Bridge factory up when a run is configured; this
     # program exists only to put the fault's factory there, in a process of its own.
-    harness_reference.create_intent_bridge = bridge_factory(args[1])  # type: ignore[attr-defined]
+    harness_reference.create_intent_bridge = bridge_factory(args[1])  # type: ignore[attr-defined,assignment]
     return harness_reference.main()
 
 
