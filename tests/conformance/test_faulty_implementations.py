@@ -26,8 +26,8 @@ import pytest
 
 from intentref.conformance.faulty import FAULTS, MCP_MODEL, REFERENCE, faulty_target, run_named, target_named
 from intentref.conformance.fixtures import Case, load_cases
-from intentref.conformance.runner import execute
 from intentref.conformance.recall import recall_from, stdio_blind_spots
+from intentref.conformance.runner import execute
 from intentref.conformance.script import ERRORED, FAILED, PASSED, UNSUPPORTED, CaseOutcome
 
 Outcomes = dict[str, CaseOutcome]
