@@ -3,7 +3,9 @@
 Each fault of ``intentref.conformance.faulty`` breaks exactly one rule.  The whole fixture
 suite runs against each (for the MCP envelope fault: every case that checks an envelope,
 the only place it can show); a fault that no case catches is a gap in the fixtures, and
-the failure message says what case would catch it.  The unmodified reference (in-process,
+the failure message says what case would catch it.  A fault that breaks a rule the seeds
+themselves state (its ``seed_rule``) must fail a *normative* case, so that ``--level
+normative`` catches it too (D-CNF-033).  The unmodified reference (in-process,
 and behind the MCP model that the envelope fault uses) must pass every case it supports,
 or "caught" would mean nothing.
 
