@@ -4,7 +4,10 @@ Every fault wraps the *real* reference Bridge in a session proxy that rewrites r
 their way in or replies on their way out; none copies reference logic, so the only
 difference a case can see is the one rule named.  ``faulty_target(name)`` gives a target
 the runner can drive; ``tests/conformance/test_faulty_implementations.py`` runs the whole
-fixture suite against each and demands at least one failed case per fault.
+fixture suite against each and demands at least one failed case per fault, and a failed
+*normative* case for each fault whose ``seed_rule`` names seed text it contradicts
+(D-CNF-033); ``recall()`` prints that table.  ``harness_command(name)`` runs a fault behind
+the reference's JSON-lines harness, a real subprocess that takes Bridge options.
 
 ``is_error_wrong`` lives at the MCP level (the envelope's ``isError``), which an
 in-process Bridge has no notion of.  ``McpModelTarget`` models an MCP server faithfully
