@@ -474,6 +474,7 @@ class StdioTarget:
     """
 
     transport = "mcp"
+    capabilities: frozenset[str]  # set by reference() only; another server is probed (D-CNF-030)
 
     def __init__(
         self,
@@ -513,12 +514,17 @@ class StdioTarget:
         of starting the console script cold: same code, same pipes, a fraction of the
         start-up (D-CNF-006).
         """
+        from .capabilities import REFERENCE_CAPABILITIES
+
         if not fork:
             template = CommandTemplate.parse(REFERENCE_ARGS, prefix=reference_program())
-            return cls(template, era, timeout, name=f"reference over stdio ({era})")
-        zygote = Zygote(max(3 * timeout, 60.0))
-        template = CommandTemplate.parse(REFERENCE_ARGS)  # the console script's arguments
-        return cls(template, era, timeout, name=f"reference over stdio ({era}, forked)", _zygote=zygote)
+            target = cls(template, era, timeout, name=f"reference over stdio ({era})")
+        else:
+            zygote = Zygote(max(3 * timeout, 60.0))
+            template = CommandTemplate.parse(REFERENCE_ARGS)  # the console script's arguments
+            target = cls(template, era, timeout, name=f"reference over stdio ({era}, forked)", _zygote=zygote)
+        target.capabilities = REFERENCE_CAPABILITIES  # D-CNF-030: what the bundled CLI takes
+        return target
 
     def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
         return self.template.unsupported(bridge_options)

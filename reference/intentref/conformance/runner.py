@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from .capabilities import CAPABILITIES
 from .fixtures import Case
 from .script import ERRORED, FAILED, PASSED, UNSUPPORTED, CaseOutcome, run_case
 from .targets import ConfigRejected, Run, Target, TargetUnsupported, load_instances
@@ -132,7 +133,7 @@ def _execute_in_parallel(cases: list[Case], executor: Executor, workers: int,
             shared = []
             for index, case in enumerate(cases):
                 # Submitted in case order: the target started their servers in that order (plan).
-                if _unsupported(case, target) is None and _own_instances(case, instances) is not None:
+                if _unsupported(case, target, instances) is None and _own_instances(case, instances) is not None:
                     pending.append(pool.submit(own, index))
                 else:
                     shared.append(index)
@@ -147,13 +148,18 @@ def _execute_in_parallel(cases: list[Case], executor: Executor, workers: int,
             extra.close()
 
 
-def _unsupported(case: Case, target: Target) -> str | None:
+def _unsupported(case: Case, target: Target, instances: dict[str, Any]) -> str | None:
     if case.transport == "mcp" and target.transport != "mcp":
         return "checks the MCP envelope; the target is not MCP"
-    reason = target.unsupported(case.bridge_options)
+    options = case.bridge_options
+    reason = target.unsupported(options)
+    if reason is not None:  # D-CNF-030: say what the case needs before why the target lacks it
+        return f"needs Bridge option(s) {', '.join(options)}: {reason}"
     case_reason = getattr(target, "unsupported_case", None)
-    if reason is None and case_reason is not None:
+    if case_reason is not None:
         reason = case_reason(case.data)  # sessions or setup the target cannot reproduce
+    if reason is None:  # D-CNF-030: a configuration member the seeds do not fix
+        reason = CAPABILITIES.reason(case.data, target, instances)
     return reason
 
 
@@ -170,13 +176,13 @@ def planned_runs(cases: Iterable[Case], target: Target, instances: dict[str, Any
     runs = []
     for case in cases:
         own = _own_instances(case, instances)
-        if own is not None and _unsupported(case, target) is None:
+        if own is not None and _unsupported(case, target, instances) is None:
             runs.append((own, case.bridge_options))
     return runs
 
 
 def _one(case: Case, target: Target, instances: dict[str, Any]) -> CaseOutcome | None:
-    reason = _unsupported(case, target)
+    reason = _unsupported(case, target, instances)
     if reason is not None:
         return CaseOutcome(case.id, UNSUPPORTED, detail=reason)
     own_instances = _own_instances(case, instances)

@@ -139,17 +139,23 @@ class InProcessTarget:
     """The reference Bridge called directly: what mutation testing and differential checks use.
 
     ``bridge_factory`` lets a test wrap the reference (to prove the suite catches a
-    deliberately broken implementation) without touching the runner.
+    deliberately broken implementation) without touching the runner.  The plain reference
+    declares what it takes (``capabilities``, D-CNF-030); a wrapped one declares nothing
+    unless told, and is probed: a wrapper may change what the reference honours.
     """
 
     name = "reference (in-process)"
     transport = "in-process"
 
-    def __init__(self, bridge_factory: Any = None) -> None:
+    def __init__(self, bridge_factory: Any = None, capabilities: Any = None) -> None:
         if bridge_factory is None:
             from ..bridge import create_intent_bridge
+            from .capabilities import REFERENCE_CAPABILITIES
 
             bridge_factory = create_intent_bridge
+            capabilities = REFERENCE_CAPABILITIES if capabilities is None else capabilities
+        if capabilities is not None:
+            self.capabilities = capabilities
         self._factory = bridge_factory
 
     def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
