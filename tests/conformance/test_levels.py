@@ -81,7 +81,7 @@ def test_a_case_needing_a_capability_the_variant_lacks_is_unsupported_and_counts
     target = variants.target("repairs-not-configurable")
     [outcome] = execute([NEEDS_NO_REPAIR], target)
     assert outcome.outcome == UNSUPPORTED
-    assert outcome.detail.startswith("needs instance.repairAttempts")
+    assert outcome.detail.startswith("needs an instance's repairAttempts"), outcome.detail
     proof = levels.prove([NEEDS_NO_REPAIR], only_variants=["repairs-not-configurable"])
     assert proof.variants[0].reference_broken == ["TST-0004"] and proof.holds
 

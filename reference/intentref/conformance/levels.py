@@ -67,9 +67,11 @@ class Proof:
 
 
 def _breaks(outcome: Any) -> bool:
+    """Failed, or unsupported for a capability the variant lacks (D-CNF-030), not for options."""
     from .script import FAILED, UNSUPPORTED
 
-    return bool(outcome.outcome == FAILED or (outcome.outcome == UNSUPPORTED and outcome.detail.startswith("needs ")))
+    lacked = outcome.detail.startswith("needs ") and not outcome.detail.startswith("needs Bridge option")
+    return bool(outcome.outcome == FAILED or (outcome.outcome == UNSUPPORTED and lacked))
 
 
 def _run_variant(target: Any, cases: list[Any]) -> tuple[VariantResult, dict[str, Any]]:

@@ -16,6 +16,7 @@ the suite ships.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import html
 import json
 import os
@@ -182,10 +183,8 @@ class _Stopped(Exception):
 
 
 def _quietly(call: Callable[[], None]) -> None:
-    try:
+    with contextlib.suppress(Exception):  # a target that fails to close has said what it could
         call()
-    except Exception:  # a target that fails to close has already said what it could
-        pass
 
 
 def run_matrix(impls: list[Implementation], cases: list[Case], *, time_limit: float = DEFAULT_TIME_LIMIT_S,
@@ -304,8 +303,9 @@ def document(impls: list[Implementation], cases: list[Case], wall: float, time_l
         "machine": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count()},
         "wallSeconds": round(wall, 3),
         "timeLimitSeconds": time_limit,
-        "implementations": [{"name": i.name, "spec": i.spec, "kind": i.kind, "era": i.era,
-                             "summary": _summary(i, cases)} for i in impls],  # fmt: skip
+        "implementations": [
+            {"name": i.name, "spec": i.spec, "kind": i.kind, "era": i.era, "summary": _summary(i, cases)} for i in impls
+        ],
         "cases": rows,
         "disagreements": disagreements,
         "caughtBy": caught,
@@ -384,6 +384,10 @@ function applyFilters(){
   document.getElementById('shown').textContent=shown;
 }
 document.addEventListener('DOMContentLoaded',function(){
+  // A link can open the page filtered: matrix.html#disagree, or #caught=<column number>.
+  const hash=location.hash.slice(1);
+  if(hash==='disagree')document.getElementById('disagree').checked=true;
+  if(hash.indexOf('caught=')===0)document.getElementById('caught').value=hash.slice(7);
   document.getElementById('disagree').addEventListener('change',applyFilters);
   document.getElementById('caught').addEventListener('change',applyFilters);
   applyFilters();

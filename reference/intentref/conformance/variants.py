@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..choices import REFERENCE, Choices, chosen
+from .capabilities import REFERENCE_CAPABILITIES
 from .targets import ConfigRejected, Reply, Run, Session
 
 BridgeReply = dict[str, Any]
@@ -53,8 +54,8 @@ class Variant:
     * ``after(op, request, reply, state) -> reply`` rewrites a reply (``op`` is ``prepare``,
       ``accept``, ``cancel`` or ``config`` for a configuration error wrapped as a reply).
 
-    ``lacks`` maps a capability a case may need (``instance.repairAttempts``) to the reason
-    the variant does not offer it.
+    ``lacks`` maps a capability a case may need (``capabilities.REPAIR_ATTEMPTS``) to the
+    reason the variant does not offer it; the target then declares it does not take it.
     """
 
     name: str
@@ -128,34 +129,6 @@ class _VariantRun:
             self._bridge.close()
 
 
-def case_capabilities(case: Mapping[str, Any], instances: Mapping[str, Any]) -> set[str]:
-    """What a case needs of a target beyond the seeds' own surface.
-
-    ``instance.repairAttempts``: the case builds an instance whose configuration sets
-    ``repairAttempts`` (an instance member and its range are decisions D-CFG-001, D-LIM-005).
-    """
-    needs: set[str] = set()
-    configs: list[Any] = []
-    setup = case.get("setup")
-    if isinstance(setup, Mapping) and isinstance(setup.get("instances"), Mapping):
-        configs.extend(setup["instances"].values())
-    else:
-        configs.extend(instances.get(name) for name in _instances_used(case))
-    if any(isinstance(c, Mapping) and "repairAttempts" in c for c in configs):
-        needs.add("instance.repairAttempts")
-    return needs
-
-
-def _instances_used(case: Mapping[str, Any]) -> Iterable[str]:
-    named = case.get("instances")
-    if isinstance(named, list):
-        yield from (n for n in named if isinstance(n, str))
-    for step in case.get("steps", []):
-        args = step.get("args")
-        if step.get("op") == "prepare" and isinstance(args, Mapping) and isinstance(args.get("instance"), str):
-            yield args["instance"]
-
-
 class VariantTarget:
     """The in-process reference Bridge with the decisions of ``variants`` taken their way."""
 
@@ -174,19 +147,10 @@ class VariantTarget:
         self.lacks: dict[str, str] = {}
         for variant in self.variants:
             self.lacks.update(variant.lacks)
-        self._instances: Mapping[str, Any] = {}
+        # D-CNF-030: what the reference takes, less what a variant lacks, declared (not probed).
+        self.capabilities = REFERENCE_CAPABILITIES - set(self.lacks)
 
     def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
-        return None
-
-    def unsupported_case(self, case: dict[str, Any]) -> str | None:
-        from .targets import load_instances
-
-        if not self._instances:
-            self._instances = load_instances()
-        for need in sorted(case_capabilities(case, self._instances)):
-            if need in self.lacks:
-                return f"needs {need}: {self.lacks[need]}"
         return None
 
     def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run:
