@@ -49,6 +49,14 @@ class Proof:
     normative_cases: int
     reference_cases: int
 
+    def problems(self) -> list[str]:
+        """Every reason the proof fails, one stable key each (what a known-problems list holds)."""
+        keys = [f"normative {line.split(':')[0]} fails under {v.name}"
+                for v in [*self.variants, self.combined] for line in v.normative_failed]  # fmt: skip
+        keys += [f"reference {case_id} is broken by no variant of its decisions" for case_id in self.unbroken_reference]
+        keys += [f"decision {d} has no variant" for d in self.decisions_without_variant]
+        return keys
+
     @property
     def holds(self) -> bool:
         return (not any(v.normative_failed for v in [*self.variants, self.combined])
