@@ -28,6 +28,23 @@ class TargetUnsupported(Exception):
         self.reason = reason
 
 
+class TargetCannotStart(Exception):
+    """The target cannot start at all, so no case can be blamed and the run stops (D-CNF-013).
+
+    Raised when its command cannot be run (not found, not executable), when nothing answers
+    at its address, or when its server exits before answering while started with the
+    suite's own instances.  The message is one line, shown as it is.
+    """
+
+
+class ServerExited(RuntimeError):
+    """A server process exited before it answered its first request.
+
+    A case's own configuration may be the reason (a run with odd options); with the
+    suite's own instances it cannot be, and the runner turns it into ``TargetCannotStart``.
+    """
+
+
 class ConfigRejected(Exception):
     """The target refused the run's configuration; ``error`` is a SerializedIntentError."""
 
