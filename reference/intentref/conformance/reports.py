@@ -250,41 +250,64 @@ def _count_cell(value: int, name: str) -> Text:
     return Text(str(value), style=_STYLES[name] if value else "dim")
 
 
-def summary_table(rows: Sequence[Row], titles: dict[str, str] | None = None) -> Table:
-    """One row per area (its code, and its title when ``titles`` has one), then the total.
+# Narrower than this, the per-level columns leave the summary table and become one line
+# under it: the table then fits an 80-column terminal with every header whole.
+LEVEL_COLUMNS_WIDTH = 120
 
-    Headers never wrap or shorten (``min_width``); on a narrow console the title column wraps.
+
+def summary_table(rows: Sequence[Row], titles: dict[str, str] | None = None, levels: bool = True) -> Table:
+    """One row per area (its code, then its title when ``titles`` has one), then the total.
+
+    Headers never wrap or shorten (``min_width``, ``no_wrap``); on a narrow console the area
+    column wraps its title.  ``levels`` adds the normative and reference columns.
     """
     titles = titles or {}
     table = Table(title="Conformance by area", title_justify="left")
-    table.add_column("Area", no_wrap=True, min_width=len("Area"))
-    if titles:
-        table.add_column("Title", ratio=1, overflow="fold")
+    table.add_column("Area", ratio=1, min_width=len("Area"), overflow="fold")
     table.add_column("Cases", justify="right", no_wrap=True, min_width=len("Cases"))
     for name in OUTCOMES:
         table.add_column(name.capitalize(), justify="right", no_wrap=True, min_width=len(name))
-    for level in LEVELS:
-        table.add_column(level.capitalize(), min_width=len(level))
+    if levels:
+        for level in LEVELS:
+            table.add_column(level.capitalize(), no_wrap=True, min_width=len(level))
     areas = _by_area(rows)
     for area, area_rows in areas.items():
         tally = counts(area_rows)
+        name = Text(area, style="bold")
+        if titles.get(area):
+            name.append(" " + clean_text(titles[area]))
         table.add_row(
-            area,
-            *([titles.get(area, "")] if titles else []),
+            name,
             str(len(area_rows)),
             *(_count_cell(tally[n], n) for n in OUTCOMES),
-            *(_level_cell(area_rows, level) for level in LEVELS),
+            *((_level_cell(area_rows, level) for level in LEVELS) if levels else ()),
         )
     total = counts(rows)
     table.add_section()
     table.add_row(
         Text("Total", style="bold"),
-        *([""] if titles else []),
         str(len(rows)),
         *(_count_cell(total[n], n) for n in OUTCOMES),
-        *(_level_cell(list(rows), level) for level in LEVELS),
+        *((_level_cell(list(rows), level) for level in LEVELS) if levels else ()),
     )
     return table
+
+
+def levels_line(rows: Sequence[Row]) -> Text:
+    """``normative 900/950 passed · reference …``: the level split when the table has no room for it."""
+    line = Text("By level: ", style="dim")
+    for index, level in enumerate(LEVELS):
+        level_rows = [r for r in rows if r.case.level == level]
+        line.append(" · " if index else "", style="dim")
+        if not level_rows:
+            line.append(f"{level} –")
+            continue
+        tally = counts(level_rows)
+        line.append(f"{level} {tally[PASSED]}/{len(level_rows)} passed")
+        for name in (FAILED, ERRORED):
+            if tally[name]:
+                line.append(f", {tally[name]} {name}", style=_STYLES[name])
+    return line
 
 
 def mismatch_line(mismatch: Mismatch) -> Text:
@@ -334,7 +357,10 @@ def print_summary(
     errored case, the unsupported reasons grouped with their counts, then the closing line."""
     rows = pair(cases, outcomes)
     console.print(_run_info_text(run_info))
-    console.print(summary_table(rows, titles))
+    wide = console.width >= LEVEL_COLUMNS_WIDTH
+    console.print(summary_table(rows, titles, levels=wide))
+    if not wide:
+        console.print(levels_line(rows))
     failures = [r for r in rows if r.outcome.outcome == FAILED]
     if failures:
         console.print(Text(f"Failures ({len(failures)})", style="bold red"))
@@ -350,8 +376,7 @@ def print_summary(
             console.print(Text("    " + clean_text(row.outcome.detail or "(no detail)")), soft_wrap=True)
     reasons = unsupported_reasons(rows)
     if reasons:
-        console.print(Text(f"Unsupported ({sum(n for _, n in reasons)}): not failures, the target could not "
-                           "make the run these cases need", style="bold"))  # fmt: skip
+        console.print(Text(f"Unsupported ({sum(n for _, n in reasons)}), by reason (not failures):", style="bold"))
         for reason, number in reasons:
             line = Text(f"  {number:>4} × ", style=_STYLES[UNSUPPORTED])
             line.append(clean_text(reason))
