@@ -114,6 +114,6 @@ def test_setup_reports_any_other_apt_failure_at_once(tmp_path: Path) -> None:
 
 def test_setup_uses_the_waiting_apt_get() -> None:
     setup = (ROOT / ".ci" / "setup").read_text("utf-8")
-    runs = [line for line in setup.splitlines() if re.search(r"\bapt-get (update|install)\b", line)
+    runs = [line for line in setup.splitlines() if re.search(r"\bapt-get(-waiting)? (update|install)\b", line)
             and not line.lstrip().startswith("#")]  # fmt: skip
     assert len(runs) == 2 and all(".ci/apt-get-waiting " in line for line in runs), runs
