@@ -78,8 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("conformance", help="run the conformance suite against a target",
                        description=conformance_cli.__doc__.splitlines()[0] if conformance_cli.__doc__ else None)  # fmt: skip
     conformance_cli.add_arguments(p)
-    for command in sub.choices.values():  # each module's own description, as plain text
-        command.description = plain(command.description)
+    for subparser in sub.choices.values():  # each module's own description, as plain text
+        subparser.description = plain(subparser.description)
     return parser
 
 

@@ -172,6 +172,7 @@ def test_a_server_with_the_suites_instances_runs(capsys: pytest.CaptureFixture[s
     finally:
         server.close()
     assert status == 0, err
+    assert f"JSON report written to {tmp_path / 'r.json'}" in out
     document = json.loads((tmp_path / "r.json").read_text("utf-8"))
     assert document["summary"]["passed"] >= 1 and document["summary"]["failed"] == 0
 
@@ -212,6 +213,7 @@ def test_a_selection_of_nothing_is_an_error_of_its_own(capsys: pytest.CaptureFix
     line = _one_line(err)
     assert "--only XYZ-* selects none of the" in line and "areas: BRG, CAN" in line
     assert out == ""
+    assert seconds < FAIL_FAST_SECONDS  # the fixtures are read; no target is started
     # --skip can empty a selection too
     status, _, err, _ = _main(capsys, "--in-process", "--only", "BRG-0001", "--skip", "BRG-*")
     assert status == 4 and "--skip BRG-*" in _one_line(err)

@@ -217,7 +217,7 @@ def test_a_fuzz_case_is_judged_with_its_own_instance_and_candidate(
 def test_every_fuzz_case_agrees_with_itself_through_the_command(
     tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for path, case in _fuzz_cases(tmp_path):
+    for path, _ in _fuzz_cases(tmp_path):
         capsys.readouterr()
         status = cli.main(["check", str(path)])
         captured = capsys.readouterr()

@@ -273,11 +273,11 @@ def summary_table(rows: Sequence[Row], titles: dict[str, str] | None = None, lev
     areas = _by_area(rows)
     for area, area_rows in areas.items():
         tally = counts(area_rows)
-        name = Text(area, style="bold")
+        cell = Text(area, style="bold")
         if titles.get(area):
-            name.append(" " + clean_text(titles[area]))
+            cell.append(" " + clean_text(titles[area]))
         table.add_row(
-            name,
+            cell,
             str(len(area_rows)),
             *(_count_cell(tally[n], n) for n in OUTCOMES),
             *((_level_cell(area_rows, level) for level in LEVELS) if levels else ()),

@@ -21,7 +21,15 @@ from typing import Any
 
 from .fixtures import Case
 from .script import ERRORED, FAILED, PASSED, UNSUPPORTED, CaseOutcome, run_case
-from .targets import ConfigRejected, Run, ServerExited, Target, TargetCannotStart, TargetUnsupported, load_instances
+from .targets import (
+    ConfigRejected,
+    Run,
+    ServerExited,
+    Target,
+    TargetCannotStart,
+    TargetUnsupported,
+    load_instances,
+)
 from .values import History, match
 
 _OPEN_ATTEMPTS = 3
