@@ -62,7 +62,7 @@ def test_a_command_that_does_not_exist_ends_the_run_at_once(capsys: pytest.Captu
     status, out, err, seconds = _main(capsys, "--stdio", "intentref-no-such-command --config {config}")
     assert status == cli.EXIT_TARGET_UNUSABLE == 3
     line = _one_line(err)
-    assert "cannot run 'intentref-no-such-command': No such file or directory" in line
+    assert "cannot run 'intentref-no-such-command': not found on PATH" in line
     assert "still running" not in line
     assert "errored" not in out and "BRG-" not in out  # no case was run, none reported
     assert seconds < FAIL_FAST_SECONDS, seconds
@@ -75,6 +75,22 @@ def test_a_command_that_is_not_executable_ends_the_run(tmp_path: Path, capsys: p
     status, _, err, seconds = _main(capsys, "--stdio", f"{server} --config {{config}}")
     assert status == 3
     assert f"cannot run '{server}': Permission denied" in _one_line(err)
+    assert seconds < FAIL_FAST_SECONDS, seconds
+
+
+def test_a_command_whose_interpreter_is_missing_ends_the_run_when_it_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The program exists and is executable, so only starting it shows it cannot run: the
+    # first start failure, not the look-up before the run, ends this one.
+    server = tmp_path / "server"
+    server.write_text("#!/intentref/no/such/interpreter\n", "utf-8")
+    server.chmod(0o755)
+    status, out, err, seconds = _main(capsys, "--stdio", f"{server} --config {{config}}")
+    assert status == 3
+    line = _one_line(err)
+    assert f"cannot run '{server}': No such file or directory" in line
+    assert "BRG-" not in out
     assert seconds < FAIL_FAST_SECONDS, seconds
 
 

@@ -269,6 +269,25 @@ def _report_paths(args: argparse.Namespace) -> list[tuple[str, str, str]]:
     return chosen
 
 
+def _check_program(args: argparse.Namespace) -> None:
+    """A --stdio or --harness command whose program cannot be run stops here, before anything loads."""
+    import shlex
+
+    from .targets import TargetCannotStart, program_problem
+
+    command = args.stdio or args.harness
+    if not command:
+        return
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return  # an unbalanced quote: the template parser says so as a usage error
+    if words and not words[0].startswith(("[", "{")):
+        problem = program_problem(words[0])
+        if problem is not None:
+            raise TargetCannotStart(f"cannot run {words[0]!r}: {problem}")
+
+
 def _selected(args: argparse.Namespace) -> list[Any]:
     from .fixtures import load_cases, select
 
@@ -317,6 +336,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.cases and not Path(args.cases).is_dir():
         raise UsageError(f"--cases {args.cases}: not a folder")
     report_paths = _report_paths(args)
+    _check_program(args)
     spec = _spec(args)
     started_at = datetime.now(UTC)
     started = time.perf_counter()

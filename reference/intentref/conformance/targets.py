@@ -10,6 +10,8 @@ is the floor every other target is compared with.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -113,6 +115,25 @@ class Target(Protocol):
     def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run: ...
 
     def close(self) -> None: ...
+
+
+def program_problem(program: str) -> str | None:
+    """Why the command ``program`` (a command line's first word) cannot be run, or None.
+
+    Looked up as ``exec`` would: a name with a slash is a path, any other name is searched
+    on PATH.  Asked before any fixture is read, so a mistyped command costs no start-up at
+    all (D-CNF-013); a failure this cannot foresee (a bad interpreter line) is still caught
+    when the process starts.
+    """
+    if os.sep not in program:
+        return None if shutil.which(program) is not None else "not found on PATH"
+    if not os.path.lexists(program):
+        return "No such file or directory"
+    if os.path.isdir(program):
+        return "is a folder"
+    if not os.access(program, os.X_OK):
+        return "Permission denied"
+    return None
 
 
 def load_instances() -> dict[str, Any]:
