@@ -269,23 +269,24 @@ def _report_paths(args: argparse.Namespace) -> list[tuple[str, str, str]]:
     return chosen
 
 
-def _check_program(args: argparse.Namespace) -> None:
-    """A --stdio or --harness command whose program cannot be run stops here, before anything loads."""
+def _program_problem(args: argparse.Namespace) -> str | None:
+    """Why the program of a --stdio or --harness command cannot be run, or None: asked before
+    the fixtures load, so a mistyped command costs no start-up (D-CNF-013)."""
     import shlex
 
-    from .targets import TargetCannotStart, program_problem
+    from .targets import program_problem
 
     command = args.stdio or args.harness
     if not command:
-        return
+        return None
     try:
         words = shlex.split(command)
     except ValueError:
-        return  # an unbalanced quote: the template parser says so as a usage error
-    if words and not words[0].startswith(("[", "{")):
-        problem = program_problem(words[0])
-        if problem is not None:
-            raise TargetCannotStart(f"cannot run {words[0]!r}: {problem}")
+        return None  # an unbalanced quote: building the target says so as a usage error
+    if not words or words[0].startswith(("[", "{")):
+        return None
+    problem = program_problem(words[0])
+    return None if problem is None else f"cannot run {words[0]!r}: {problem}"
 
 
 def _selected(args: argparse.Namespace) -> list[Any]:
@@ -326,6 +327,7 @@ def _check_instances(target: Any, cases: list[Any]) -> None:
 def _run(args: argparse.Namespace) -> int:
     from . import baseline
     from .runner import execute
+    from .targets import TargetCannotStart
 
     listed: dict[str, str] = {}
     if args.expected_failures:
@@ -336,8 +338,13 @@ def _run(args: argparse.Namespace) -> int:
     if args.cases and not Path(args.cases).is_dir():
         raise UsageError(f"--cases {args.cases}: not a folder")
     report_paths = _report_paths(args)
-    _check_program(args)
     spec = _spec(args)
+    problem = _program_problem(args)
+    if problem is not None:
+        # A bad template is a usage error even when its program is also missing: building
+        # the target says so first; a sound one is released unused.
+        make_target(spec, args.era, args.timeout, args.cold_start)[1]()
+        raise TargetCannotStart(problem)
     started_at = datetime.now(UTC)
     started = time.perf_counter()
     # The selection before the target: a selection of nothing is a mistake found in the
