@@ -135,9 +135,12 @@ def test_a_server_that_exits_with_a_cases_own_configuration_is_that_cases_outcom
             sys.exit(7)  # refuses any configuration but the suite's
         sys.exit(subprocess.call([sys.argv[1], *sys.argv[2:]]))
     """), "utf-8")  # fmt: skip
+    from intentref.conformance.capabilities import REFERENCE_CAPABILITIES
     from intentref.conformance.mcp_targets import StdioTarget, reference_program
 
     target = StdioTarget(f"{sys.executable} {server} {reference_program()[0]} --config {{config}}")
+    # The wrapped server is the reference: declared, so no probe (D-CNF-030) meets the refusal.
+    target.capabilities = REFERENCE_CAPABILITIES
     try:
         every = load_cases()
         own = [c for c in every if "setup" in c.data and "expect" not in c.data["setup"]
