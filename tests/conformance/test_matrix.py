@@ -26,6 +26,7 @@ def _impls() -> list[matrix.Implementation]:
         matrix.Implementation("reworded", "variant:reworded", "variant"),
         matrix.Implementation("ids", "faulty:ids_from_zero", "faulty"),
         matrix.Implementation("nowhere", "no-such-kind:x", "user"),
+        matrix.Implementation("missing", "stdio:no-such-command-here --config {config}", "user"),
     ]
 
 
@@ -39,13 +40,16 @@ def report(tmp_path_factory: Any) -> dict[str, Any]:
 
 def test_the_report_satisfies_its_published_schema(report: dict[str, Any]) -> None:
     jsonschema.Draft202012Validator(matrix.matrix_schema(), format_checker=jsonschema.FormatChecker()).validate(report)
-    assert [i["name"] for i in report["implementations"]] == ["ref", "reworded", "ids", "nowhere"]
+    assert [i["name"] for i in report["implementations"]] == ["ref", "reworded", "ids", "nowhere", "missing"]
 
 
 def test_a_target_that_cannot_be_built_is_one_column_of_errors(report: dict[str, Any]) -> None:
     [nowhere] = [i for i in report["implementations"] if i["name"] == "nowhere"]
     assert nowhere["summary"]["error"].startswith("could not start: unknown target 'no-such-kind:x'")
     assert {c["results"]["nowhere"]["outcome"] for c in report["cases"]} == {ERRORED}
+    [missing] = [i for i in report["implementations"] if i["name"] == "missing"]
+    assert missing["summary"]["error"].startswith("could not start: cannot run 'no-such-command-here'")
+    assert {c["results"]["missing"]["outcome"] for c in report["cases"]} == {ERRORED}
     # ... and the other columns still completed.
     [ref] = [i for i in report["implementations"] if i["name"] == "ref"]
     assert ref["summary"]["normative"]["failed"] == 0 and ref["summary"]["normative"]["passed"] > 0

@@ -148,6 +148,7 @@ def _time_seed_flow(target: Any, case: Case) -> float | None:
 def _run_one(impl: Implementation, cases: list[Case], timeout: float, stop: threading.Event,
              released: dict[str, Callable[[], None]]) -> None:  # fmt: skip
     from .runner import execute
+    from .targets import TargetCannotStart
 
     started = time.perf_counter()
     try:
@@ -170,6 +171,8 @@ def _run_one(impl: Implementation, cases: list[Case], timeout: float, stop: thre
             impl.flow_ms = _time_seed_flow(target, flow)
     except _Stopped:
         pass
+    except TargetCannotStart as exc:  # D-CNF-013: no case can be blamed; the column says why
+        impl.error = f"could not start: {exc}"
     except Exception as exc:  # the target broke the runner itself: say so in its column
         impl.error = f"the run broke: {type(exc).__name__}: {exc}"
     finally:
