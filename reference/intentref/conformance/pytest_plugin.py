@@ -87,7 +87,6 @@ class CaseFailed(Exception):
 
 def _run_case(request: pytest.FixtureRequest, _intentref_executor: Any) -> None:
     from .script import ERRORED, FAILED, UNSUPPORTED
-
     from .targets import TargetCannotStart
 
     item = request.node
