@@ -231,6 +231,15 @@ def _m_contains(spec: dict[str, Any], actual: Any, path: str, h: History) -> Mis
     return [f"{path or '/'}: no element matches {_show(spec['$contains'])}"]
 
 
+def _m_each(spec: dict[str, Any], actual: Any, path: str, h: History) -> Mismatches:
+    # Where the seeds fix the shape of every element but not how many there are (the issues
+    # of MODEL_OUTPUT_INVALID, D-ERR-007), a case must not pin the length: $each checks every
+    # element, and holds for an empty array.
+    if not isinstance(actual, list):
+        return [f"{path or '/'}: expected an array, got {_show(actual)}"]
+    return [m for i, item in enumerate(actual) for m in match(spec["$each"], item, f"{path}/{i}", h)]
+
+
 def _m_length(spec: dict[str, Any], actual: Any, path: str, h: History) -> Mismatches:
     if not isinstance(actual, list | str) or len(actual) != spec["$length"]:
         return [f"{path or '/'}: expected length {spec['$length']}, got {_show(actual)}"]
@@ -273,6 +282,7 @@ MATCHERS: dict[str, Callable[[dict[str, Any], Any, str, History], Mismatches]] =
     "$task": _m_task,
     "$kindNot": _m_kind_not,
     "$contains": _m_contains,
+    "$each": _m_each,
     "$length": _m_length,
     "$jsonText": _m_json_text,
     "$reply": _m_reply,
