@@ -25,3 +25,20 @@ def test_each_names_every_element_that_does_not_match() -> None:
 def test_each_refuses_what_is_not_an_array() -> None:
     assert match({"$each": ISSUE}, {"code": "A"}, "/issues", History()) == [
         '/issues: expected an array, got {"code":"A"}']
+
+
+NAMES = ["a", "b", "c"]
+ANY_ORDER = {"$allOf": [{"$length": 3}, {"$each": {"$anyOf": NAMES}}, *[{"$contains": n} for n in NAMES]]}
+
+
+def test_all_of_states_a_set_of_names_in_any_order() -> None:
+    assert match(ANY_ORDER, ["c", "a", "b"], "", History()) == []
+    assert match(ANY_ORDER, ["a", "b", "c"], "", History()) == []
+
+
+def test_all_of_reports_every_matcher_that_fails() -> None:
+    found = match(ANY_ORDER, ["a", "a", "d"], "/f", History())
+    assert any("/f/2: matched none of 3 alternatives" in m for m in found)
+    assert any(m.startswith('/f: no element matches "b"') for m in found)
+    assert any(m.startswith('/f: no element matches "c"') for m in found)
+    assert match(ANY_ORDER, ["a", "b"], "/f", History())[0].startswith("/f: expected length 3")

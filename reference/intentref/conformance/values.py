@@ -177,6 +177,12 @@ def _m_any_of(spec: dict[str, Any], actual: Any, path: str, h: History) -> Misma
     return [f"{path or '/'}: matched none of {len(results)} alternatives: " + " | ".join("; ".join(r) for r in results)]
 
 
+def _m_all_of(spec: dict[str, Any], actual: Any, path: str, h: History) -> Mismatches:
+    # Lets a case state what every reading gives without fixing what the seeds leave open,
+    # e.g. "these seven names, in any order": $length beside an $each of the names.
+    return [m for alt in spec["$allOf"] for m in match(alt, actual, path, h)]
+
+
 def _m_not(spec: dict[str, Any], actual: Any, path: str, h: History) -> Mismatches:
     if match(spec["$not"], actual, path, h):
         return []
@@ -275,6 +281,7 @@ MATCHERS: dict[str, Callable[[dict[str, Any], Any, str, History], Mismatches]] =
     "$subset": _m_subset,
     "$absent": _m_absent,
     "$anyOf": _m_any_of,
+    "$allOf": _m_all_of,
     "$not": _m_not,
     "$fresh": _m_fresh,
     "$sameAs": _m_same_as,
