@@ -61,6 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_parser(sub)
 
     from .conformance import cli as conformance_cli  # argparse only; the runner loads when run
+    from .conformance import levels
+
+    levels.add_parser(sub)
 
     p = sub.add_parser("conformance", help="run the conformance suite against a target",
                        description=conformance_cli.__doc__.splitlines()[0] if conformance_cli.__doc__ else None)  # fmt: skip

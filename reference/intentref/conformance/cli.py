@@ -28,7 +28,7 @@ from typing import Any, Final
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
 EXIT_USAGE: Final = 2
-TARGET_SPECS: Final = "in-process, reference, stdio:COMMAND, http:URL, http-reference, harness:COMMAND, python:MODULE:ATTR"
+TARGET_SPECS: Final = "in-process, variant:NAME, reference, stdio:COMMAND, http:URL, http-reference, harness:COMMAND, python:MODULE:ATTR"
 
 
 class UsageError(Exception):
@@ -48,6 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     group.add_argument("--http", metavar="URL", help="an MCP server already serving streamable HTTP at URL")
     group.add_argument("--http-reference", action="store_true", help="the bundled reference over HTTP on 127.0.0.1")
     group.add_argument("--harness", metavar="COMMAND", help="a JSON-lines harness (conformance/harness.schema.json)")
+    group.add_argument("--target", metavar="SPEC", help=f"any target by its spec: {TARGET_SPECS}")
     targets.add_argument("--era", choices=("2026", "legacy"), default="2026",
                          help="MCP era: 2026 (2026-07-28, default) or legacy (initialize handshake)")  # fmt: skip
     targets.add_argument("--cold-start", action="store_true",
@@ -130,6 +131,14 @@ def make_target(spec: str, era: str = "2026", timeout: float = 10.0, cold_start:
 
         target: Any = InProcessTarget()
         return target, target.close
+    if kind == "variant":  # the reference with other decisions (D-CNF-040)
+        from . import variants
+
+        try:
+            target = variants.target(rest)
+        except KeyError as exc:
+            raise UsageError(str(exc.args[0])) from None
+        return target, target.close
     if kind == "python":
         import importlib
 
@@ -173,6 +182,8 @@ def make_target(spec: str, era: str = "2026", timeout: float = 10.0, cold_start:
 
 
 def _spec(args: argparse.Namespace) -> str:
+    if args.target:
+        return str(args.target)
     if args.in_process:
         return "in-process"
     if args.stdio:

@@ -1,0 +1,94 @@
+"""The reference decisions that can be switched, so the suite can prove which cases rest on them.
+
+Where the seeds are silent the reference decided (``spec/decisions*.md``).  A conformance
+case that rests on a decision is marked ``reference``; one marked ``normative`` must pass on
+*every* implementation that follows the seeds.  To prove those levels, the suite runs the
+reference with alternative decisions ("decision variants", ``intentref.conformance.variants``):
+every normative case must still pass, every reference case must fail under a variant of a
+decision it cites.
+
+What may live here: one frozen ``Choices`` record whose defaults are the reference's own
+decisions, and the context variable that holds the active one.  Each field names the
+decision it switches.  The core reads ``current()`` at the point where the decision is
+applied; nothing else changes behaviour.  Outside a variant run the defaults are always in
+force, so no production caller ever sees anything but the reference decisions.
+
+A context variable (not a global) because the in-process suite may run variants on several
+threads, and an asyncio server never sets one at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from . import limits
+
+
+@dataclass(frozen=True)
+class Choices:
+    """The switchable reference decisions; every default is what the reference decided."""
+
+    # D-DAT-001: evidence at a parent path covers every leaf below it.  False: each returned
+    # leaf needs an evidence entry at its own path.
+    evidence_covers_children: bool = True
+    # D-COR-002: a member the contract does not name is a violation.  False: it is ignored.
+    closed_candidates: bool = True
+    # D-JSON-001: a repeated member name makes a candidate invalid.  False: the last one wins.
+    duplicate_keys_refused: bool = True
+    # D-SCH-003: every supported format is asserted.  False: formats only annotate.
+    formats_asserted: bool = True
+    # D-DAT-005: a schema violation of `data` is a contract violation (repairable).  False: it
+    # is a business fault, DATA_EXTRACTION_FAILED with DATA_CONSTRAINT_VIOLATED at its path.
+    schema_violation_is_contract_fault: bool = True
+    # D-DAT-003: violated / undetermined checks add an implied issue.  False: they do not add
+    # one, and the candidate's own issues are all the error carries (or a generic one).
+    implied_verdict_issues: bool = True
+    # D-DAT-004: a required field cannot be not_provided.  False: it may, and that is a
+    # business fault (DATA_REQUIRED_MISSING).
+    required_not_provided_is_contract_fault: bool = True
+    # D-LIM-002 .. D-LIM-005: the numeric limits (see ``intentref.limits`` for their reasons).
+    max_input_bytes: int = limits.MAX_INPUT_BYTES
+    max_context_messages: int = limits.MAX_CONTEXT_MESSAGES
+    max_context_bytes: int = limits.MAX_CONTEXT_BYTES
+    max_fields_selected: int = limits.MAX_FIELDS_SELECTED
+    max_candidate_bytes: int = limits.MAX_CANDIDATE_BYTES
+    max_candidate_depth: int = limits.MAX_CANDIDATE_DEPTH
+    max_schema_bytes: int = limits.MAX_SCHEMA_BYTES
+    max_schema_depth: int = limits.MAX_SCHEMA_DEPTH
+    max_schema_nodes: int = limits.MAX_SCHEMA_NODES
+    max_top_level_fields: int = limits.MAX_TOP_LEVEL_FIELDS
+    max_pattern_length: int = limits.MAX_PATTERN_LENGTH
+    max_enum_values: int = limits.MAX_ENUM_VALUES
+    max_repair_attempts: int = limits.MAX_REPAIR_ATTEMPTS
+
+    # --- core decisions added by later variants go above this line --------------------------
+    # --- Bridge decisions (D-BRG-*) ----------------------------------------------------------
+
+    def but(self, **changes: Any) -> Choices:
+        """These choices with some fields changed (unknown names raise TypeError)."""
+        return dataclasses.replace(self, **changes)
+
+
+REFERENCE = Choices()
+
+_ACTIVE: ContextVar[Choices] = ContextVar("intentref_choices", default=REFERENCE)
+
+
+def current() -> Choices:
+    """The choices in force here: the reference's own unless a variant run set others."""
+    return _ACTIVE.get()
+
+
+@contextlib.contextmanager
+def chosen(choices: Choices) -> Iterator[Choices]:
+    """Apply ``choices`` for the calls made inside the block (this thread / task only)."""
+    token = _ACTIVE.set(choices)
+    try:
+        yield choices
+    finally:
+        _ACTIVE.reset(token)
