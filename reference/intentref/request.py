@@ -156,6 +156,7 @@ def _read_fields(request: Mapping[str, Any], defined_fields: Sequence[str]) -> t
             raise _invalid(f"/fields/{index}", "a field name must be a string.")
         if name not in defined:
             # spec: R-FLD-004, R-FLD-005 -- only top-level properties are fields; a nested path is not.
+            # D-REQ-007: the one issue points at the offending entry of fields.
             raise _invalid(f"/fields/{index}", f"unknown field {name!r}.", code="UNKNOWN_FIELD")
         if name not in seen:  # D-REQ-002: a repeated name selects the field once
             seen.append(name)

@@ -150,7 +150,7 @@ def _format(value: Any, path: str) -> SubSchemas:
 
 
 def _enum(value: Any, path: str) -> SubSchemas:
-    if not isinstance(value, list) or not value:
+    if not isinstance(value, list) or not value:  # spec: D-SCH-012 (an empty enum is refused)
         raise _unsupported(path, "enum must be a non-empty array.")
     if len(value) > MAX_ENUM_VALUES:
         raise _too_large(path, f"enum holds more than {MAX_ENUM_VALUES} values.")

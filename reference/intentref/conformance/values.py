@@ -177,6 +177,12 @@ def _m_any_of(spec: dict[str, Any], actual: Any, path: str, h: History) -> Misma
     return [f"{path or '/'}: matched none of {len(results)} alternatives: " + " | ".join("; ".join(r) for r in results)]
 
 
+def _m_all_of(spec: dict[str, Any], actual: Any, path: str, h: History) -> Mismatches:
+    # Lets a case state what every reading gives without fixing what the seeds leave open,
+    # e.g. "these seven names, in any order": $length beside an $each of the names.
+    return [m for alt in spec["$allOf"] for m in match(alt, actual, path, h)]
+
+
 def _m_not(spec: dict[str, Any], actual: Any, path: str, h: History) -> Mismatches:
     if match(spec["$not"], actual, path, h):
         return []
@@ -231,6 +237,15 @@ def _m_contains(spec: dict[str, Any], actual: Any, path: str, h: History) -> Mis
     return [f"{path or '/'}: no element matches {_show(spec['$contains'])}"]
 
 
+def _m_each(spec: dict[str, Any], actual: Any, path: str, h: History) -> Mismatches:
+    # Where the seeds fix the shape of every element but not how many there are (the issues
+    # of MODEL_OUTPUT_INVALID, D-ERR-007), a case must not pin the length: $each checks every
+    # element, and holds for an empty array.
+    if not isinstance(actual, list):
+        return [f"{path or '/'}: expected an array, got {_show(actual)}"]
+    return [m for i, item in enumerate(actual) for m in match(spec["$each"], item, f"{path}/{i}", h)]
+
+
 def _m_length(spec: dict[str, Any], actual: Any, path: str, h: History) -> Mismatches:
     if not isinstance(actual, list | str) or len(actual) != spec["$length"]:
         return [f"{path or '/'}: expected length {spec['$length']}, got {_show(actual)}"]
@@ -266,6 +281,7 @@ MATCHERS: dict[str, Callable[[dict[str, Any], Any, str, History], Mismatches]] =
     "$subset": _m_subset,
     "$absent": _m_absent,
     "$anyOf": _m_any_of,
+    "$allOf": _m_all_of,
     "$not": _m_not,
     "$fresh": _m_fresh,
     "$sameAs": _m_same_as,
@@ -273,6 +289,7 @@ MATCHERS: dict[str, Callable[[dict[str, Any], Any, str, History], Mismatches]] =
     "$task": _m_task,
     "$kindNot": _m_kind_not,
     "$contains": _m_contains,
+    "$each": _m_each,
     "$length": _m_length,
     "$jsonText": _m_json_text,
     "$reply": _m_reply,
