@@ -76,11 +76,13 @@ def _is_reply(value: Any) -> bool:
 
 
 class _VariantSession:
-    def __init__(self, inner: Any, variants: tuple[Variant, ...], choices: Choices) -> None:
+    def __init__(self, inner: Any, variants: tuple[Variant, ...], choices: Choices, shared: State) -> None:
         self._inner = inner
         self._variants = variants
         self._choices = choices
-        self._state: State = {}
+        # Each session's own memory; ``state["bridge"]`` is shared by every session of the run
+        # (what a variant needs to tell another session's job from one never issued).
+        self._state: State = {"bridge": shared, "session": object()}
 
     def _call(self, op: str, request: Any) -> Reply:
         original = request
@@ -119,10 +121,11 @@ class _VariantRun:
         self._bridge = bridge
         self._variants = variants
         self._choices = choices
+        self._shared: State = {}
 
     def connect(self) -> Session:
         with chosen(self._choices):
-            return _VariantSession(self._bridge.connect(), self._variants, self._choices)
+            return _VariantSession(self._bridge.connect(), self._variants, self._choices, self._shared)
 
     def close(self) -> None:
         with chosen(self._choices):
