@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -83,14 +85,40 @@ def example(intentref_target: Any) -> Any:
     return make
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # SIGTERM ends the run as Ctrl-C does, so the session still finishes and writes its
+    # counters and outcomes (``intentref properties`` forwards its own SIGTERM here).
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _divergences(exc: BaseException) -> list[ist.Divergence]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [d for inner in exc.exceptions for d in _divergences(inner)]
+    return [exc] if isinstance(exc, ist.Divergence) else []
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    # A divergence's final (shrunk) example carries a conformance case: collect it for the CLI.
+    # A divergence's final (shrunk) example carries a conformance case: collect it for the CLI,
+    # and each failure's level (D-CNF-021): normative, or reference with its decisions.
     report = yield
+    if call.excinfo is None or call.excinfo.errisinstance((pytest.skip.Exception,)):
+        return report
     path = os.environ.get("INTENTREF_PROPERTIES_CASES")
-    if path and call.excinfo is not None and isinstance(call.excinfo.value, ist.Divergence):
+    if path:
         with open(path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(call.excinfo.value.case, ensure_ascii=True) + "\n")
+            for divergence in _divergences(call.excinfo.value):
+                handle.write(json.dumps(divergence.case, ensure_ascii=True) + "\n")
+    outcomes = os.environ.get("INTENTREF_PROPERTIES_OUTCOMES")
+    if outcomes and not call.excinfo.errisinstance(KeyboardInterrupt):
+        level, decisions = ist.failure_level(call.excinfo.value)
+        with open(outcomes, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"test": item.nodeid, "level": level, "decisions": list(decisions)}) + "\n")
     return report
 
 

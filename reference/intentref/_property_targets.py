@@ -27,6 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from ._projection import NORMATIVE, REFERENCE, CallContext, classify, is_repair, project, seed_cancel
+from ._strategies_impl import fault_of
 from .conformance.targets import (
     InProcessTarget,
     Reply,
@@ -422,28 +424,36 @@ class Call:
 class Divergence(AssertionError):
     """The target answered differently from the reference; the message holds a conformance case.
 
-    The case is built when first asked for: a long campaign may meet thousands of these.
+    Only the normative projection is compared (``intentref._projection``, D-CNF-020);
+    ``level`` says whether the difference breaks a seed rule (``normative``) or rests on
+    reference ``decisions`` (D-CNF-021).  The case is built when first asked for: a long
+    campaign may meet thousands of these.
     """
 
-    def __init__(self, op: str, where: list[str], run: DifferentialRun) -> None:
+    def __init__(self, op: str, where: list[str], run: DifferentialRun, level: str = NORMATIVE,
+                 decisions: tuple[str, ...] = (), same_as: int | None = None) -> None:  # fmt: skip
         super().__init__(op)
-        self.op, self.where = op, where
-        self._calls, self._run = list(run.calls), run
+        self.op, self.where, self.level, self.decisions = op, where, level, decisions
+        self._calls, self._run, self._same_as = list(run.calls), run, same_as
         self._case: dict[str, Any] | None = None
 
     @property
     def case(self) -> dict[str, Any]:
         if self._case is None:
             run = self._run
-            self._case = case_from_calls(self._calls, run.instances, run.options, run.requirements)
+            self._case = case_from_calls(self._calls, run.instances, run.options, run.requirements,
+                                         level=self.level, decisions=self.decisions, same_as=self._same_as)  # fmt: skip
         return self._case
 
     def __str__(self) -> str:
         seed = os.environ.get("INTENTREF_HYPOTHESIS_SEED")
-        lines = [f"the target's {self.op} reply differs from the reference's (tokens compared as placeholders):"]
+        what = ("breaks a seed rule" if self.level == NORMATIVE
+                else f"decided differently ({', '.join(self.decisions)})")  # fmt: skip
+        lines = [f"the target's {self.op} reply differs from the reference's in the normative projection: "
+                 f"{self.level} divergence, {what}:"]  # fmt: skip
         lines += [f"  {w}" for w in self.where[:20]]
         lines.append(f"hypothesis seed: {seed}" if seed else "hypothesis seed: not pinned (run with --hypothesis-seed N)")
-        lines.append("conformance case (the reference's reply as the exact expectation; give it an id of its file's area):")
+        lines.append("conformance case (give it an id of its file's area):")
         lines.append(json.dumps(self.case, ensure_ascii=True, indent=1))
         return "\n".join(lines)
 
@@ -453,16 +463,29 @@ class DifferentialSession:
         self._run, self.name, self._target, self._reference = run, name, target, reference
 
     def _call(self, op: str, request: Any) -> Reply:
-        tokens = self._run.tokens
+        run = self._run
+        tokens = run.tokens
         reference_args = tokens.translate(request, "target", "reference")
         theirs: Reply = getattr(self._target, op)(request)
         ours: Reply = getattr(self._reference, op)(reference_args)
         tokens.learn_replies(theirs.value, ours.value)
-        self._run.calls.append(Call(self.name, op, reference_args, ours.value))
-        where = differences(tokens.normalize(ours.value, "reference"), tokens.normalize(theirs.value, "target"))
+        run.calls.append(Call(self.name, op, reference_args, ours.value))
+        context = run.context_of(self.name, op, reference_args, ours.value)
+        where = differences(project(tokens.normalize(ours.value, "reference")),
+                            project(tokens.normalize(theirs.value, "target")))  # fmt: skip
         if where:
+            level, decisions = classify(context, ours.value, theirs.value)
             STATS["divergences"] += 1
-            raise Divergence(op, where, self._run)
+            STATS[f"divergences.{level}"] += 1
+            raise Divergence(op, where, run, level, decisions)
+        first = run.first_answer(self.name, op, reference_args, theirs)
+        if first is not None:  # a replay: the target's own first answer again, to the byte (D-BRG-007)
+            index, earlier = first
+            drift = _replay_drift(earlier, theirs)
+            if drift:
+                STATS["divergences"] += 1
+                STATS[f"divergences.{REFERENCE}"] += 1
+                raise Divergence(op, drift, run, REFERENCE, ("D-BRG-007",), same_as=index)
         return theirs
 
     def prepare(self, request: Any) -> Reply:
@@ -496,12 +519,41 @@ class DifferentialRun:
         self.calls: list[Call] = []
         self.requirements: tuple[str, ...] = ()
         self._sessions = 0
+        self._instance_of: dict[str, str] = {}  # the reference's jobId -> its instance's name
+        # (session, jobId, stepToken, text) of each accept -> (its step in ``calls``, the target's reply)
+        self._answered: dict[tuple[str, str, str, str], tuple[int, Reply]] = {}
+
+    def context_of(self, session: str, op: str, args: Any, reply: Any) -> CallContext:
+        """What decides the level of a difference in this call (``_projection.classify``)."""
+        if not isinstance(args, dict):
+            return CallContext(op)
+        if op == "prepare" and isinstance(reply, dict) and isinstance(reply.get("jobId"), str):
+            self._instance_of[reply["jobId"]] = str(args.get("instance"))
+        config = self.instances.get(self._instance_of.get(str(args.get("jobId")), ""), {})
+        text = args.get("candidateText")
+        return CallContext(op, seed_cancel=op == "cancel" and seed_cancel(args, reply),
+                           replay=_accept_key(session, op, args) in self._answered,
+                           fault=fault_of(text) if isinstance(text, str) else None,
+                           repair_attempts=config.get("repairAttempts") if isinstance(config, dict) else None)  # fmt: skip
+
+    def first_answer(self, session: str, op: str, args: Any, reply: Reply) -> tuple[int, Reply] | None:
+        """The first answer to this accept when it is a replay; otherwise remember this one."""
+        key = _accept_key(session, op, args)
+        if key is None:
+            return None
+        if key in self._answered:
+            return self._answered[key]
+        if isinstance(reply.value, dict) and not _is_rejection(reply.value):
+            # A copy: the caller owns the reply it was handed.
+            self._answered[key] = (len(self.calls) - 1, Reply(json.loads(canonical(reply.value)), reply.text))
+        return None
 
     def begin_example(self, requirements: tuple[str, ...] = ()) -> None:
         """Start a new log: a divergence reports only the calls of its own example."""
         self.calls = []
         self.requirements = requirements
         self._sessions = 0
+        self._answered.clear()  # step numbers refer to ``calls``, which start again
 
     def connect(self) -> Session:
         self._sessions += 1
@@ -516,6 +568,32 @@ class DifferentialRun:
             self._target.close()
         finally:
             self._reference.close()
+
+
+# Rejections are not used steps (D-BRG-009, D-BRG-008): their text may be sent again and judged.
+_NOT_A_STEP: Final = ("LIMIT_EXCEEDED", "BRIDGE_STEP_CONFLICT", "BRIDGE_JOB_NOT_FOUND", "INPUT_INVALID")
+
+
+def _accept_key(session: str, op: str, args: Any) -> tuple[str, str, str, str] | None:
+    if op != "accept" or not isinstance(args, dict):
+        return None
+    values = (args.get("jobId"), args.get("stepToken"), args.get("candidateText"))
+    if not all(isinstance(v, str) for v in values):
+        return None
+    return (session, str(values[0]), str(values[1]), str(values[2]))
+
+
+def _is_rejection(reply: dict[str, Any]) -> bool:
+    error = reply.get("error") if reply.get("kind") == "error" else None
+    return isinstance(error, dict) and error.get("code") in _NOT_A_STEP
+
+
+def _replay_drift(first: Reply, again: Reply) -> list[str]:
+    """How a replay differs from the first answer: value, then the text where both carry one."""
+    where = [f"replay {w}" for w in differences(first.value, again.value)]
+    if not where and first.text is not None and again.text is not None and first.text != again.text:
+        where.append(f"replay: the same reply in other bytes: {_short(first.text)} then {_short(again.text)}")
+    return where
 
 
 class DifferentialTarget:
@@ -607,18 +685,27 @@ def candidate_spec(text: str) -> Any:
 
 
 def case_from_calls(calls: list[Call], instances: dict[str, Any], options: dict[str, Any],
-                    requirements: tuple[str, ...] = ()) -> dict[str, Any]:  # fmt: skip
-    """The calls as a conformance case: $reply for tokens, the reference's replies as expectations."""
+                    requirements: tuple[str, ...] = (), level: str = NORMATIVE, decisions: tuple[str, ...] = (),
+                    same_as: int | None = None) -> dict[str, Any]:  # fmt: skip
+    """The calls as a conformance case of ``level``: $reply for tokens, the reference's projection as expectations.
+
+    Every expectation is the normative projection of the reference's reply (D-CNF-020): a
+    task's stage and repair flag, a result exactly, an error's code and stage.  ``same_as``
+    (a replay that drifted) makes the last step expect ``$sameAs`` that earlier step.
+    """
     first_seen: dict[str, tuple[int, str]] = {}
     steps: list[dict[str, Any]] = []
     used: list[str] = []
+    judged = False  # did a step show a repair or a refused candidate (what repairAttempts decides)?
     for index, call in enumerate(calls):
         step: dict[str, Any] = {"op": call.op}
         if call.session != "main":
             step["session"] = call.session
         if call.op != "close":
             step["args"] = _args_spec(call.args, first_seen)
-            step["expect"] = _expectation(call.reply, first_seen)
+            last = index == len(calls) - 1
+            step["expect"] = {"$sameAs": same_as} if last and same_as is not None else _expectation(call.reply, first_seen)
+            judged = judged or _judged(call.reply)
             name = call.args.get("instance") if isinstance(call.args, dict) else None
             if isinstance(name, str) and name in instances and name not in used:
                 used.append(name)
@@ -627,21 +714,44 @@ def case_from_calls(calls: list[Call], instances: dict[str, Any], options: dict[
             for member in TOKEN_MEMBERS:
                 if isinstance(call.reply.get(member), str):
                     first_seen.setdefault(call.reply[member], (index, "/" + member))
+    normative = level == NORMATIVE
     case: dict[str, Any] = {
         "id": "NEW-0001",
-        "description": "Found by intentref properties: the target's reply differed from the reference's at the last step.",
+        "description": ("Found by intentref properties: the target's reply broke a seed rule at the last step."
+                        if normative else
+                        "Found by intentref properties: the target decided differently from the reference "
+                        "at the last step."),
         "requirements": list(requirements) or ["R-BRG-006"],
-        "level": "reference",
-        "decisions": ["D-ERR-006"],
+        "level": level,
         "instances": used,
         "steps": steps,
-    }
+    }  # fmt: skip
+    if not normative:
+        case["decisions"] = list(decisions)
     if options:
         case["bridge"] = dict(options)
     standard = _standard_instances()
-    if any(name not in standard or standard[name] != instances.get(name) for name in used):
-        case["setup"] = {"instances": {name: instances[name] for name in used}}
+    setup = {name: _seed_configuration(instances[name], normative and not judged) for name in used}
+    if any(name not in standard or standard[name] != setup[name] for name in used):
+        case["setup"] = {"instances": setup}
     return case
+
+
+def _judged(reply: Any) -> bool:
+    if not isinstance(reply, dict):
+        return False
+    if reply.get("kind") == "task":
+        return is_repair(reply)
+    error = reply.get("error") if reply.get("kind") == "error" else None
+    return isinstance(error, dict) and error.get("code") in ("MODEL_OUTPUT_INVALID", "DATA_EXTRACTION_FAILED")
+
+
+def _seed_configuration(config: Any, drop_repairs: bool) -> Any:
+    """``config``, without ``repairAttempts`` when no step depends on it: a normative case must
+    not need a member only the reference decided to take (D-CFG-001)."""
+    if drop_repairs and isinstance(config, dict) and "repairAttempts" in config:
+        return {k: v for k, v in config.items() if k != "repairAttempts"}
+    return config
 
 
 @functools.cache
@@ -684,18 +794,23 @@ def _value_spec(value: Any) -> Any:
 
 
 def _expectation(reply: Any, first_seen: dict[str, tuple[int, str]]) -> Any:
+    """A matcher for the normative projection of the reference's ``reply`` (D-CNF-020)."""
     if not isinstance(reply, dict):
         return reply
-    out = dict(reply)
-    for member in TOKEN_MEMBERS:
-        token = out.get(member)
-        if isinstance(token, str):
-            if token in first_seen:
-                step, pointer = first_seen[token]
-                out[member] = {"$reply": step, "pointer": pointer}
-            else:
-                out[member] = {"$fresh": True}
-    return out
+    kind = reply.get("kind")
+    if kind == "task":
+        task: dict[str, Any] = {"stage": reply.get("stage")}
+        for member in TOKEN_MEMBERS:
+            token = reply.get(member)
+            if isinstance(token, str):
+                step, pointer = first_seen.get(token, (-1, ""))
+                task[member] = {"$reply": step, "pointer": pointer} if step >= 0 else {"$fresh": True}
+        repair = {"$type": ["object", "array", "string", "number", "boolean"]} if is_repair(reply) else {"$absent": True}
+        task["payload"] = {"$jsonText": {"$subset": {"repair": repair}}}
+        return {"$task": task}
+    if kind == "error" and isinstance(reply.get("error"), dict):
+        return {"$error": {"code": reply["error"].get("code"), "stage": reply["error"].get("stage")}}
+    return {"kind": kind, "result": reply.get("result")} if kind == "result" else reply
 
 
 @dataclass

@@ -40,6 +40,7 @@ from typing import Any, TypeVar
 from hypothesis import strategies as st
 
 from . import _strategies_impl as _impl
+from ._projection import DecidedAssertion, decided, failure_level, project
 from ._property_targets import (
     STATS,
     DifferentialTarget,
@@ -93,6 +94,7 @@ __all__ = [
     "SPECIAL_KEYS",
     "STATS",
     "Broken",
+    "DecidedAssertion",
     "DifferentialTarget",
     "Divergence",
     "Example",
@@ -117,7 +119,9 @@ __all__ = [
     "contexts",
     "core_candidates",
     "data_candidates",
+    "decided",
     "error_code",
+    "failure_level",
     "faults_for",
     "generated_instances",
     "is_bridge_reply",
@@ -130,6 +134,7 @@ __all__ = [
     "payload_sources",
     "plans",
     "pointer_tokens",
+    "project",
     "requests",
     "schema_paths",
     "schemas",
