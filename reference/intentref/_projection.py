@@ -143,8 +143,8 @@ def classify(context: CallContext, reference: Any, target: Any) -> tuple[str, tu
     decisions: list[str] = []
     if context.seed_cancel and _cancel_verdict(reference) != _cancel_verdict(target):
         return NORMATIVE, ()  # seed 000: an active job's cancel ends it; a detail over 2048 bytes is refused
-    if context.replay:
-        decisions += REPLAY_DECISIONS
+    if context.replay:  # what a replay returns is the only question asked (seed 000: 可以复用)
+        return REFERENCE, REPLAY_DECISIONS
     for reply in (reference, target):
         error = error_of(reply)
         if error is not None:
@@ -192,7 +192,7 @@ def seed_cancel(request: Any, reference_reply: Any) -> bool:
     a detail over 2048 UTF-8 bytes.  Anything else about the request (unknown members, types,
     lone surrogates, D-BRG-015, D-LIM-006) leaves the answer to a decision.
     """
-    from .limits import is_well_formed
+    from .limits import MAX_CANCEL_DETAIL_BYTES, is_well_formed
 
     if not isinstance(request, dict) or not set(request) <= {"jobId", "outcome", "detail"}:
         return False
@@ -205,12 +205,8 @@ def seed_cancel(request: Any, reference_reply: Any) -> bool:
         return False
     verdict = _cancel_verdict(reference_reply)
     # The reference ended the job, or refused only the detail (so the job was active).
-    over = len(detail.encode("utf-8")) > MAX_SEED_CANCEL_DETAIL_BYTES
+    over = len(detail.encode("utf-8")) > MAX_CANCEL_DETAIL_BYTES
     return verdict == "ended" or (verdict == "refused" and over)
-
-
-# seed 000 #工具与 session 方法: "detail 最多 2048 UTF-8 字节".
-MAX_SEED_CANCEL_DETAIL_BYTES: Final = 2048
 
 
 # --------------------------------------------------------------------------- assertions on decisions
@@ -230,7 +226,12 @@ class DecidedAssertion(AssertionError):
 
 
 class decided:
-    """``with decided("D-LIM-002"): assert …`` -- a failed assertion inside is a DecidedAssertion."""
+    """``with decided("D-LIM-002"): assert …`` -- a failure inside is a DecidedAssertion.
+
+    Besides a failed assertion, a KeyError or TypeError inside counts: it comes from reading
+    a reply the decision shaped (a task's ``jobId`` where the target refused).  With no
+    decisions it changes nothing, so a property can pass the decisions it computed.
+    """
 
     def __init__(self, *decisions: str) -> None:
         self.decisions = decisions
@@ -239,8 +240,10 @@ class decided:
         return None
 
     def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
-        if isinstance(exc, AssertionError) and not isinstance(exc, DecidedAssertion):
-            raise DecidedAssertion(str(exc), self.decisions).with_traceback(tb) from None
+        if not self.decisions or isinstance(exc, DecidedAssertion) or getattr(exc, "level", None) is not None:
+            return  # nothing decided here, or already placed (a Divergence carries its own level)
+        if isinstance(exc, AssertionError | KeyError | TypeError):
+            raise DecidedAssertion(f"{type(exc).__name__}: {exc}", self.decisions).with_traceback(tb) from None
 
 
 def failure_level(exc: BaseException) -> tuple[str, tuple[str, ...]]:

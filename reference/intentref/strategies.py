@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 from hypothesis import strategies as st
 
 from . import _strategies_impl as _impl
-from ._projection import DecidedAssertion, decided, failure_level, project
+from ._projection import FAULT_DECISIONS, DecidedAssertion, decided, failure_level, project
 from ._property_targets import (
     STATS,
     DifferentialTarget,
@@ -88,6 +88,7 @@ T = TypeVar("T")
 __all__ = [
     "DEEP_NESTING",
     "FAULTS",
+    "FAULT_DECISIONS",
     "LONE_SURROGATES",
     "MCP_DEFECTS",
     "REPLY_DEFECTS",
