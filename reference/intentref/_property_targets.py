@@ -21,6 +21,7 @@ import functools
 import json
 import os
 import re
+import sys
 import unittest
 from collections import Counter
 from collections.abc import Callable
@@ -71,7 +72,99 @@ def make_target(spec: str, era: str = "2026", timeout: float = 30.0) -> Target:
     elif kind == "stdio" and "{config}" not in rest:  # the seeds' CLI takes its instances file as --config FILE
         spec = f"stdio:{rest} --config {{config}}"
     target, release = conformance_target(spec, era, timeout)
-    return target if release == getattr(target, "close", None) else _Released(target, release)
+    made: Target = target if release == getattr(target, "close", None) else _Released(target, release)
+    return _PooledTarget(made) if _connections_are_processes(target) else made
+
+
+def _connections_are_processes(target: Any) -> bool:
+    module = sys.modules.get("intentref.conformance.mcp_targets")  # loaded by whoever made a stdio target
+    return module is not None and isinstance(target, module.StdioTarget)
+
+
+class _PooledTarget:
+    """A target whose every extra connection is a server process (stdio, D-CNF-001), reusing them.
+
+    Properties open second and third sessions in most examples; starting a server for each
+    made the ci profile spend minutes in start-ups.  A session the property closes or
+    releases has the jobs it saw cancelled and waits, connected, for the next example that
+    needs a session (D-CNF-024); the run's own reusable connection is left to the run
+    (D-CNF-002).
+    """
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self.name, self.transport = target.name, target.transport
+
+    def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
+        return self.target.unsupported(bridge_options)
+
+    def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run:
+        return _PooledRun(self.target.open(instances, bridge_options))
+
+    def close(self) -> None:
+        self.target.close()
+
+
+class _PooledRun:
+    def __init__(self, run: Run) -> None:
+        self._run = run
+        self._spare: list[_PooledSession] = []
+
+    def __getattr__(self, name: str) -> Any:  # begin_example and the like, where the run has them
+        return getattr(self._run, name)
+
+    def connect(self) -> Session:
+        if self._spare:
+            return self._spare.pop()
+        session = self._run.connect()
+        if hasattr(session, "release"):  # the run's own connection, kept from case to case already
+            return session
+        return _PooledSession(session, self._spare)
+
+    def close(self) -> None:
+        spare, self._spare = self._spare, []
+        try:
+            for session in spare:
+                with contextlib.suppress(Exception):
+                    session.really_close()
+        finally:
+            self._run.close()
+
+
+class _PooledSession:
+    """A connection of its own; ``close`` ends the jobs it saw and hands the connection back."""
+
+    def __init__(self, session: Session, spare: list[_PooledSession]) -> None:
+        self._session, self._spare = session, spare
+        self._jobs: dict[str, None] = {}  # insertion-ordered set of the jobIds its tasks named
+
+    def _call(self, op: str, request: Any) -> Reply:
+        reply: Reply = getattr(self._session, op)(request)
+        if isinstance(reply.value, dict) and reply.value.get("kind") == "task" and isinstance(reply.value.get("jobId"), str):
+            self._jobs[reply.value["jobId"]] = None
+        return reply
+
+    def prepare(self, request: Any) -> Reply:
+        return self._call("prepare", request)
+
+    def accept(self, request: Any) -> Reply:
+        return self._call("accept", request)
+
+    def cancel(self, request: Any) -> Reply:
+        return self._call("cancel", request)
+
+    def close(self) -> None:
+        try:
+            for job in self._jobs:  # a terminal job only repeats its reply
+                self._session.cancel({"jobId": job})
+        except Exception:  # a broken connection is not handed on
+            self.really_close()
+            return
+        self._jobs.clear()
+        self._spare.append(self)
+
+    def really_close(self) -> None:
+        self._session.close()
 
 
 class _Released:
