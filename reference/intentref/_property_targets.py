@@ -534,8 +534,8 @@ class Divergence(AssertionError):
     def case(self) -> dict[str, Any]:
         if self._case is None:
             run = self._run
-            self._case = case_from_calls(self._calls, run.instances, run.options, run.requirements,
-                                         level=self.level, decisions=self.decisions, same_as=self._same_as)  # fmt: skip
+            self._case = case_from_calls(self._calls, run.instances, run.options, run.requirements, level=self.level,
+                                         decisions=self.decisions, same_as=self._same_as, projected=True)  # fmt: skip
         return self._case
 
     def __str__(self) -> str:
@@ -654,7 +654,9 @@ class DifferentialRun:
         return DifferentialSession(self, name, self._target.connect(), self._reference.connect())
 
     def case(self) -> dict[str, Any]:
-        return case_from_calls(self.calls, self.instances, self.options, self.requirements)
+        """This example's calls as a normative case expecting the reference's projection (D-CNF-020)."""
+        return case_from_calls(self.calls, self.instances, self.options, self.requirements, level=NORMATIVE,
+                               decisions=(), projected=True)  # fmt: skip
 
     def close(self) -> None:
         try:
@@ -778,14 +780,17 @@ def candidate_spec(text: str) -> Any:
 
 
 def case_from_calls(calls: list[Call], instances: dict[str, Any], options: dict[str, Any],
-                    requirements: tuple[str, ...] = (), level: str = NORMATIVE, decisions: tuple[str, ...] = (),
-                    same_as: int | None = None) -> dict[str, Any]:  # fmt: skip
-    """The calls as a conformance case of ``level``: $reply for tokens, the reference's projection as expectations.
+                    requirements: tuple[str, ...] = (), level: str = REFERENCE, decisions: tuple[str, ...] = ("D-ERR-006",),
+                    same_as: int | None = None, projected: bool = False) -> dict[str, Any]:  # fmt: skip
+    """The calls as a conformance case of ``level``: $reply for tokens, the reference's replies as expectations.
 
-    Every expectation is the normative projection of the reference's reply (D-CNF-020): a
-    task's stage and repair flag, a result exactly, an error's code and stage.  ``same_as``
-    (a replay that drifted) makes the last step expect ``$sameAs`` that earlier step.
+    ``projected`` (what a divergence writes): every expectation is the normative projection
+    of the reference's reply (D-CNF-020): a task's stage and repair flag, a result exactly,
+    an error's code and stage.  Otherwise (fuzz session cases) the reference's replies are
+    expected exactly, a reference case of the wording decisions.  ``same_as`` (a replay
+    that drifted) makes the last step expect ``$sameAs`` that earlier step.
     """
+    expectation = _expectation if projected else _exact_expectation
     first_seen: dict[str, tuple[int, str]] = {}
     steps: list[dict[str, Any]] = []
     used: list[str] = []
@@ -797,7 +802,7 @@ def case_from_calls(calls: list[Call], instances: dict[str, Any], options: dict[
         if call.op != "close":
             step["args"] = _args_spec(call.args, first_seen)
             last = index == len(calls) - 1
-            step["expect"] = {"$sameAs": same_as} if last and same_as is not None else _expectation(call.reply, first_seen)
+            step["expect"] = {"$sameAs": same_as} if last and same_as is not None else expectation(call.reply, first_seen)
             judged = judged or _judged(call.reply)
             name = call.args.get("instance") if isinstance(call.args, dict) else None
             if isinstance(name, str) and name in instances and name not in used:
@@ -884,6 +889,22 @@ def _value_spec(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _value_spec(v) for k, v in value.items()}
     return value
+
+
+def _exact_expectation(reply: Any, first_seen: dict[str, tuple[int, str]]) -> Any:
+    """The reference's ``reply`` exactly, its tokens as ``$reply`` references or ``$fresh``."""
+    if not isinstance(reply, dict):
+        return reply
+    out = dict(reply)
+    for member in TOKEN_MEMBERS:
+        token = out.get(member)
+        if isinstance(token, str):
+            if token in first_seen:
+                step, pointer = first_seen[token]
+                out[member] = {"$reply": step, "pointer": pointer}
+            else:
+                out[member] = {"$fresh": True}
+    return out
 
 
 def _expectation(reply: Any, first_seen: dict[str, tuple[int, str]]) -> Any:
