@@ -41,6 +41,19 @@ settings.register_profile("intentref-long", max_examples=400, deadline=None, dat
                           suppress_health_check=list(HealthCheck), stateful_step_count=80, phases=_PHASES)  # fmt: skip
 settings.load_profile(os.environ.get("INTENTREF_PROPERTIES_PROFILE", "intentref-ci"))
 
+# Hypothesis shrinks one failure for up to 5 minutes.  Against a target over a slow
+# transport that diverges in several properties, that alone would exceed the ci profile's
+# 3-minute budget; a shorter shrink still gives a small case.  The setting is internal to
+# Hypothesis (no public one exists), so it is only lowered where it is found.
+SHRINK_SECONDS = {"intentref-ci": 30, "intentref-smoke": 10}
+
+
+def _limit_shrinking(profile: str) -> None:
+    from hypothesis.internal.conjecture import engine
+
+    if profile in SHRINK_SECONDS and isinstance(getattr(engine, "MAX_SHRINKING_SECONDS", None), int):
+        engine.MAX_SHRINKING_SECONDS = SHRINK_SECONDS[profile]
+
 TARGET_OPTION = "--intentref-properties-target"
 
 
@@ -86,6 +99,8 @@ def example(intentref_target: Any) -> Any:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    _limit_shrinking(str(config.getoption("hypothesis_profile", None) or
+                         os.environ.get("INTENTREF_PROPERTIES_PROFILE", "intentref-ci")))  # fmt: skip
     # SIGTERM ends the run as Ctrl-C does, so the session still finishes and writes its
     # counters and outcomes (``intentref properties`` forwards its own SIGTERM here).
     if threading.current_thread() is threading.main_thread():

@@ -90,6 +90,10 @@ def run(args: argparse.Namespace) -> int:
     if args.calls is not None and args.calls < 0:
         print("intentref properties: --calls must be 0 or more", file=sys.stderr)
         return 2
+    problem = preflight(spec)
+    if problem is not None:
+        print(f"intentref properties: the target {spec} cannot be used: {problem}", file=sys.stderr)
+        return 2
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     calls = args.calls if args.calls is not None else CAMPAIGN_CALLS[args.profile]
     differential = not args.no_differential and spec != "in-process"
@@ -123,6 +127,30 @@ def run(args: argparse.Namespace) -> int:
     if state.interrupted:
         return INTERRUPTED
     return 0 if figures["passed"] else 1
+
+
+def preflight(spec: str) -> str | None:
+    """Why the target cannot even start (a module that does not import, a command that is not
+    there), found in a second instead of as one error per property; None when it answers."""
+    from ._property_targets import make_target
+    from .conformance.targets import load_instances
+
+    try:
+        target = make_target(spec)
+    except Exception as exc:  # the spec's own error: ImportError, ValueError, ...
+        return f"{type(exc).__name__}: {exc}"
+    try:
+        run = target.open(load_instances(), {})
+        try:
+            run.connect().close()
+        finally:
+            run.close()
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    finally:
+        with contextlib.suppress(Exception):
+            target.close()
+    return None
 
 
 @contextlib.contextmanager

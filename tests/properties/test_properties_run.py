@@ -101,3 +101,17 @@ def test_stdio_connections_are_handed_on_with_nothing_active() -> None:
     finally:
         ist.close_runs()
         target.close()
+
+
+@pytest.mark.parametrize("target", [["--python", "no_such_module_here:target"],
+                                    ["--stdio", "no-such-command-here --config {config}"]], ids=["python", "stdio"])  # fmt: skip
+def test_a_target_that_cannot_start_is_one_line_and_status_2(target: list[str]) -> None:
+    # spec: D-CNF-023 -- found before any property runs, not once per property.
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "intentref.cli", "properties", *target, "--calls", "10"],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot be used" in lines[0], done.stderr
+    assert "no_such_module_here" in lines[0] or "no-such-command-here" in lines[0]
+    assert done.stdout == "" and time.monotonic() - started < 60
