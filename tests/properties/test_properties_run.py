@@ -115,3 +115,20 @@ def test_a_target_that_cannot_start_is_one_line_and_status_2(target: list[str]) 
     assert len(lines) == 1 and "cannot be used" in lines[0], done.stderr
     assert "no_such_module_here" in lines[0] or "no-such-command-here" in lines[0]
     assert done.stdout == "" and time.monotonic() - started < 60
+
+
+# The budget for the ci profile against a stdio target on a 2-core machine.
+CI_PROFILE_BUDGET_SECONDS = 180
+
+
+@pytest.mark.slow
+def test_the_ci_profile_against_the_stdio_command_fits_the_budget(tmp_path: pathlib.Path) -> None:
+    # spec: D-CNF-024 -- measured: about 70 s with connections handed on, 10 minutes without.
+    out = tmp_path / "figures.json"
+    command = f"{pathlib.Path(sys.executable).parent / 'intent-runtime-mcp'} --config {{config}}"
+    done = subprocess.run([sys.executable, "-m", "intentref.cli", "properties", "--stdio", command, "--seed", "1",
+                           "--json", str(out)], capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    figures = json.loads(out.read_text("utf-8"))
+    assert figures["profile"] == "ci" and figures["campaignCalls"] == 2_000 and figures["propertyCalls"] > 1_000
+    assert figures["seconds"] <= CI_PROFILE_BUDGET_SECONDS, figures["seconds"]
