@@ -151,6 +151,9 @@ def classify(context: CallContext, reference: Any, target: Any) -> tuple[str, tu
             decisions += DECIDED_CODES.get(str(error.get("code")), ())
     if context.fault is not None:
         decisions += FAULT_DECISIONS.get(context.fault, ())
+    ours, theirs = error_of(reference), error_of(target)
+    if ours and theirs and ours.get("code") == theirs.get("code") in CANCEL_CODES and ours.get("stage") != theirs.get("stage"):
+        decisions.append("D-BRG-015")  # the stage a cancel reports is the reference's (the job's current one)
     if _has_partial(reference) != _has_partial(target):
         decisions.append("D-ERR-009")  # seed 004: partialResult is optional
     if context.repair_attempts is not None and context.repair_attempts != SEED_REPAIRS and (

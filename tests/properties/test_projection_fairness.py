@@ -160,6 +160,9 @@ def test_the_projection_keeps_what_the_seeds_fix() -> None:
     # The seeds' 2048-byte cancel detail, whatever the refusal's code.
     (projection.CallContext("cancel", seed_cancel=True), {"kind": "error", "error": {"code": "INPUT_INVALID"}},
      {"kind": "error", "error": {"code": "MODEL_REFUSED"}}, "normative", ()),
+    # The stage of a cancel's error: D-BRG-015.
+    (projection.CallContext("cancel"), {"kind": "error", "error": {"code": "MODEL_ABORTED", "stage": "data"}},
+     {"kind": "error", "error": {"code": "MODEL_ABORTED", "stage": "bridge"}}, "reference", ("D-BRG-015",)),
     # partialResult given by one side only: optional in seed 004.
     (projection.CallContext("cancel"), {"kind": "error", "error": {"code": "MODEL_ABORTED", "partialResult": {}}},
      {"kind": "error", "error": {"code": "MODEL_ABORTED"}}, "reference", ("D-ERR-009",)),
