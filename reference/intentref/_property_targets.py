@@ -921,6 +921,7 @@ def _expectation(reply: Any, first_seen: dict[str, tuple[int, str]]) -> Any:
                 task[member] = {"$reply": step, "pointer": pointer} if step >= 0 else {"$fresh": True}
         repair = {"$type": ["object", "array", "string", "number", "boolean"]} if is_repair(reply) else {"$absent": True}
         task["payload"] = {"$jsonText": {"$subset": {"repair": repair}}}
+        task["expiresAt"] = {"$type": "string"} if "expiresAt" in reply else {"$absent": True}  # seed 000: none by default
         return {"$task": task}
     if kind == "error" and isinstance(reply.get("error"), dict):
         return {"$error": {"code": reply["error"].get("code"), "stage": reply["error"].get("stage")}}

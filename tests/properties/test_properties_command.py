@@ -97,6 +97,7 @@ def test_a_differential_log_becomes_a_passing_case() -> None:
     assert case["steps"][2]["expect"]["$task"]["stepToken"] == {"$reply": 1, "pointer": "/stepToken"}
     assert case["steps"][2]["expect"]["$task"]["stage"] == "core"
     assert "instructions" not in case["steps"][2]["expect"]["$task"]
+    assert case["steps"][2]["expect"]["$task"]["expiresAt"] == {"$absent": True}  # seed 000: none by default
     opened = InProcessTarget().open(ist.catalog_instances(), {})
     try:
         assert run_case(case, opened, "in-process").outcome == PASSED
