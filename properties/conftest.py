@@ -102,8 +102,9 @@ def pytest_configure(config: pytest.Config) -> None:
     _limit_shrinking(str(config.getoption("hypothesis_profile", None) or
                          os.environ.get("INTENTREF_PROPERTIES_PROFILE", "intentref-ci")))  # fmt: skip
     # SIGTERM ends the run as Ctrl-C does, so the session still finishes and writes its
-    # counters and outcomes (``intentref properties`` forwards its own SIGTERM here).
-    if threading.current_thread() is threading.main_thread():
+    # counters and outcomes (``intentref properties`` forwards its own SIGTERM here).  Only
+    # in a run the CLI started: other runners (mutmut, CI) keep SIGTERM's usual meaning.
+    if os.environ.get("INTENTREF_PROPERTIES_STATS") and threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _interrupt)
 
 
