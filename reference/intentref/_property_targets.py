@@ -414,51 +414,70 @@ def available(target: Any, names: list[str]) -> list[str]:
 
 
 class TokenMap:
-    """Pairs one side's tokens with the other's in order of appearance, under placeholders."""
+    """Pairs one side's tokens with the other's in order of appearance, under placeholders.
+
+    A target's tokens are scoped by the connection that issued them: over stdio every
+    connection is its own Bridge (D-CNF-001), and two Bridges may well issue equal tokens
+    (``job-1`` in each; the token format is a decision, D-BRG-006).  A token named on
+    another connection (a foreign job) is looked up in the connections that issued it,
+    latest first.  The reference's tokens come from one Bridge and need no scope.
+    """
 
     def __init__(self) -> None:
-        self._by_side: dict[str, dict[str, str]] = {"target": {}, "reference": {}}
+        self._placeholder: dict[tuple[str, Any, str], str] = {}  # (side, scope, token) -> placeholder
+        self._scopes: dict[tuple[str, str], list[Any]] = {}  # (side, token) -> scopes that issued it
         self._token_of: dict[tuple[str, str], str] = {}  # (side, placeholder) -> token
         self._count: Counter[str] = Counter()
 
-    def learn(self, member: str, target_token: Any, reference_token: Any) -> None:
+    @staticmethod
+    def _scope(side: str, scope: Any) -> Any:
+        return scope if side == "target" else None
+
+    def learn(self, member: str, target_token: Any, reference_token: Any, scope: Any = None) -> None:
         if not isinstance(target_token, str) or not isinstance(reference_token, str):
             return
-        if target_token in self._by_side["target"] or reference_token in self._by_side["reference"]:
+        if ("target", scope, target_token) in self._placeholder or ("reference", None, reference_token) in self._placeholder:
             return  # an old token on either side: the pairing is already made (or broken)
         self._count[member] += 1
         name = f"<{member}:{self._count[member]}>"
-        self._by_side["target"][target_token] = name
-        self._by_side["reference"][reference_token] = name
-        self._token_of[("target", name)] = target_token
-        self._token_of[("reference", name)] = reference_token
+        for side, token in (("target", target_token), ("reference", reference_token)):
+            where = self._scope(side, scope)
+            self._placeholder[(side, where, token)] = name
+            self._scopes.setdefault((side, token), []).append(where)
+            self._token_of[(side, name)] = token
 
-    def learn_replies(self, target_reply: Any, reference_reply: Any) -> None:
+    def learn_replies(self, target_reply: Any, reference_reply: Any, scope: Any = None) -> None:
         if isinstance(target_reply, dict) and isinstance(reference_reply, dict):
             for member in TOKEN_MEMBERS:
-                self.learn(member, target_reply.get(member), reference_reply.get(member))
+                self.learn(member, target_reply.get(member), reference_reply.get(member), scope)
 
-    def placeholder(self, side: str, token: Any) -> str | None:
-        return self._by_side[side].get(token) if isinstance(token, str) else None
+    def placeholder(self, side: str, token: Any, scope: Any = None) -> str | None:
+        if not isinstance(token, str):
+            return None
+        own = self._placeholder.get((side, self._scope(side, scope), token))
+        if own is not None:
+            return own
+        issued = self._scopes.get((side, token))  # issued on another connection: a foreign token
+        return self._placeholder[(side, issued[-1], token)] if issued else None
 
-    def translate(self, args: Any, source: str, dest: str) -> Any:
+    def translate(self, args: Any, source: str, dest: str, scope: Any = None) -> Any:
         """``args`` with the token members of ``source`` replaced by ``dest``'s paired tokens."""
         if not isinstance(args, dict):
             return args
         out = dict(args)
         for member in TOKEN_MEMBERS:
-            name = self.placeholder(source, out.get(member))
+            name = self.placeholder(source, out.get(member), scope)
             if name is not None:
                 out[member] = self._token_of[(dest, name)]
         return out
 
-    def normalize(self, reply: Any, side: str) -> Any:
+    def normalize(self, reply: Any, side: str, scope: Any = None) -> Any:
         if not isinstance(reply, dict):
             return reply
         out = dict(reply)
         for member in TOKEN_MEMBERS:
             if isinstance(out.get(member), str):
-                out[member] = self.placeholder(side, out[member]) or "<unpaired>"
+                out[member] = self.placeholder(side, out[member], scope) or "<unpaired>"
         return out
 
 
@@ -552,20 +571,22 @@ class Divergence(AssertionError):
 
 
 class DifferentialSession:
-    def __init__(self, run: DifferentialRun, name: str, target: Session, reference: Session) -> None:
+    def __init__(self, run: DifferentialRun, name: str, target: Session, reference: Session, scope: int = 0) -> None:
         self._run, self.name, self._target, self._reference = run, name, target, reference
+        self.scope = scope  # this connection's own token space (TokenMap)
 
     def _call(self, op: str, request: Any) -> Reply:
         run = self._run
         tokens = run.tokens
-        reference_args = tokens.translate(request, "target", "reference")
+        scope = self.scope
+        reference_args = tokens.translate(request, "target", "reference", scope)
         theirs: Reply = getattr(self._target, op)(request)
         ours: Reply = getattr(self._reference, op)(reference_args)
-        tokens.learn_replies(theirs.value, ours.value)
+        tokens.learn_replies(theirs.value, ours.value, scope)
         run.calls.append(Call(self.name, op, reference_args, ours.value))
         context = run.context_of(self.name, op, reference_args, ours.value)
         where = differences(project(tokens.normalize(ours.value, "reference")),
-                            project(tokens.normalize(theirs.value, "target")))  # fmt: skip
+                            project(tokens.normalize(theirs.value, "target", scope)))  # fmt: skip
         if where:
             level, decisions = classify(context, ours.value, theirs.value)
             STATS["divergences"] += 1
@@ -612,6 +633,7 @@ class DifferentialRun:
         self.calls: list[Call] = []
         self.requirements: tuple[str, ...] = ()
         self._sessions = 0
+        self._connections = 0
         self._instance_of: dict[str, str] = {}  # the reference's jobId -> its instance's name
         # (session, jobId, stepToken, text) of each accept -> (its step in ``calls``, the target's reply)
         self._answered: dict[tuple[str, str, str, str], tuple[int, Reply]] = {}
@@ -651,7 +673,8 @@ class DifferentialRun:
     def connect(self) -> Session:
         self._sessions += 1
         name = "main" if self._sessions == 1 else f"s{self._sessions}"
-        return DifferentialSession(self, name, self._target.connect(), self._reference.connect())
+        self._connections += 1  # never reset: a token scope per connection of the run's whole life
+        return DifferentialSession(self, name, self._target.connect(), self._reference.connect(), self._connections)
 
     def case(self) -> dict[str, Any]:
         """This example's calls as a normative case expecting the reference's projection (D-CNF-020)."""

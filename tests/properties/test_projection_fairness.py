@@ -71,6 +71,20 @@ def test_a_target_differing_only_in_decisions_shows_no_divergence(tmp_path: path
     assert all(failure["level"] == "reference" for failure in figures["failedProperties"])
 
 
+def test_the_same_variant_over_the_real_stdio_transport_breaks_no_seed_rule(tmp_path: pathlib.Path) -> None:
+    # spec: D-CNF-020, D-CNF-024 -- the variant as an MCP server over stdio: one process per
+    # connection, so its counter tokens (job-1, ...) repeat across connections.  A foreign
+    # token may then name a job of the connection that sends it: what that answers rests on
+    # the token decision (D-BRG-006) and the not-found and conflict ones, never on a seed rule.
+    server = f"{sys.executable} {HERE / 'variant_server.py'} reworded --config {{config}}"
+    status, out, figures = _properties(tmp_path, "--stdio", server, "--profile", "smoke", "--seed", "4",
+                                       "--calls", "300", "--level", "normative")  # fmt: skip
+    assert status == 0, out[-4000:]
+    assert figures["normativeFailures"] == 0 and figures["propertyCalls"] > 200, out[-4000:]
+    collisions = {"D-BRG-003", "D-BRG-005", "D-BRG-008"}
+    assert set(figures["decisionsDiffering"]) <= REWORDED_DECISIONS | collisions, figures["decisionsDiffering"]
+
+
 def test_a_broken_status_priority_is_a_normative_divergence(tmp_path: pathlib.Path) -> None:
     # spec: D-CNF-021, R-RES-038
     cases_out = tmp_path / "cases.json"
