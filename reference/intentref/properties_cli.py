@@ -15,8 +15,12 @@ Two phases, one report:
    the long profile 10 MB texts), with progress bars, counting uncaught exceptions,
    non-replies, lost active jobs, replay drifts, divergences and wrong predictions.
 
-The long profile makes at least 100,000 campaign calls.  Exit 0 when pytest passed and
-every counter but the calls is 0.
+Only the normative projection of each reply is compared (D-CNF-020), and every failure
+has a level (D-CNF-021): ``normative`` (a seed rule broken) or ``reference`` (decided
+differently, with the decisions).  The long profile makes at least 100,000 campaign calls.
+Exit 0 when nothing failed at ``--level`` (``all`` by default; ``normative`` ignores
+reference-level failures), 1 otherwise, 2 for a target that cannot start, 130 when
+interrupted (the report and --json are still written, D-CNF-023).
 """
 
 from __future__ import annotations
@@ -71,7 +75,7 @@ def add_parser(sub: Any) -> None:
 
 
 @dataclass
-class Progress:
+class RunState:
     """What a run has so far: the report is made from it however the run ends."""
 
     pytest_status: int | None = None  # None: not run
@@ -100,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"intentref properties: target {spec}, profile {args.profile}, seed {seed}, level {args.level}"
           f"{', differential' if differential else ''}", flush=True)  # fmt: skip
     started = time.monotonic()
-    state = Progress(tally=Tally())
+    state = RunState(tally=Tally())
     with _sigterm_as_interrupt():
         try:
             if not args.no_pytest:
@@ -170,7 +174,7 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def verdict(state: Progress, campaign_levels: Counter[str], campaign_cases: list[Any], level: str) -> dict[str, Any]:
+def verdict(state: RunState, campaign_levels: Counter[str], campaign_cases: list[Any], level: str) -> dict[str, Any]:
     """Failures by level (D-CNF-021) and whether the run passed at ``level``.
 
     Normative: a property that failed for a reason the seeds state, a normative divergence,
@@ -185,8 +189,9 @@ def verdict(state: Progress, campaign_levels: Counter[str], campaign_cases: list
                  + tally.uncaught_exceptions + tally.non_replies + tally.lost_active_jobs)  # fmt: skip
     reference = (len(property_failures["reference"]) + campaign_levels["divergences.reference"]
                  + tally.replay_drifts + tally.mispredictions)  # fmt: skip
-    # pytest failing with no failed property recorded (a collection error, say) is normative.
-    unexplained = state.pytest_status not in (0, None, 5) and not state.outcomes
+    # pytest failing with no failed property recorded (a collection error, a -k that selects
+    # nothing: exit 5) counts as a normative failure: nothing was shown to hold.
+    unexplained = state.pytest_status not in (0, None) and not state.outcomes
     decisions = sorted({d for o in property_failures["reference"] for d in o["decisions"]}
                        | {d for c in campaign_cases for d in c.get("decisions", [])})  # fmt: skip
     passed = not state.interrupted and not unexplained and normative == 0 and (level == "normative" or reference == 0)
@@ -209,7 +214,7 @@ def _case_of(note: str) -> Any:
 # --------------------------------------------------------------------------- phase 1: pytest
 
 
-def run_pytest(spec: str, profile: str, seed: int, keyword: str | None, differential: bool, state: Progress) -> None:
+def run_pytest(spec: str, profile: str, seed: int, keyword: str | None, differential: bool, state: RunState) -> None:
     """The property modules in a pytest child; its counters, failures and cases land in ``state``.
 
     Without a terminal, pytest runs verbose: one line per property as it ends.
