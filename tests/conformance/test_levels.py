@@ -120,7 +120,7 @@ def _transcript(target: Any) -> list[Any]:
 
     instances = load_instances()
     configs = [{"language": "en", "schema": {"type": "object", "properties": {"a": {"anyOf": []}}}},
-               {"repairAttempts": 0}, {}]  # fmt: skip
+               {"repairAttempts": 0}, {}, {"schema": {"type": "object", "properties": {"a": {"enum": []}}}}]  # fmt: skip
     seen: list[Any] = []
     for config in configs:
         try:
@@ -147,6 +147,7 @@ def _transcript(target: Any) -> list[Any]:
         ("accept", {"jobId": "nope", "stepToken": "t", "candidateText": "{}"}),
         ("accept", {"jobId": 5}),
         ("cancel", {"jobId": "nope", "outcome": None}),
+        ("prepare", {"instance": "multi", "input": "hi", "fields": ["orders", "orders"]}),
     ]
     for op, request in calls:
         seen.append(getattr(s, op)(request).value)
@@ -159,6 +160,9 @@ def _transcript(target: Any) -> list[Any]:
     seen += [first, again]
     data = s.accept({"jobId": task["jobId"], "stepToken": first["stepToken"], "candidateText": core}).value
     seen.append(data)
+    seen.append(s.accept({"jobId": task["jobId"], "stepToken": "made-up", "candidateText": "{}"}).value)
+    blank = s.prepare({"instance": "default", "input": "hi"}).value
+    seen.append(s.cancel({"jobId": blank["jobId"], "detail": "  "}).value)
     seen.append(s.cancel({"jobId": task["jobId"], "detail": "stop"}).value)
     seen.append(s.accept({"jobId": task["jobId"], "stepToken": data["stepToken"], "candidateText": "{}"}).value)
     seen.append(s.cancel({"jobId": task["jobId"], "outcome": None}).value)

@@ -199,9 +199,13 @@ REQUEST_ORDER_FIELDS = Variant(
 def _lean_selected_schema(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
     payload = _payload(reply)
     schema = payload.get("selectedSchema") if payload is not None else None
-    if isinstance(schema, dict) and schema.get("required") == []:
+    if isinstance(schema, dict):
         assert payload is not None
-        del schema["required"]
+        if schema.get("required") == []:
+            del schema["required"]
+        # The root's annotations stay in schemaReference, beside it in the same payload.
+        schema.pop("title", None)
+        schema.pop("description", None)
         _set_payload(reply, payload)
     return reply
 
@@ -209,7 +213,7 @@ def _lean_selected_schema(op: str, request: Any, reply: BridgeReply, state: Stat
 LEAN_SELECTED_SCHEMA = Variant(
     name="lean-selected-schema",
     decisions=("D-SCH-006",),
-    summary="the selected schema omits an empty required list",
+    summary="the selected schema omits an empty required list and the root's title and description",
     after=_lean_selected_schema,
 )
 
@@ -585,6 +589,232 @@ CANCELLED_TOKEN_CONFLICTS = Variant(
 )
 
 
+# --------------------------------------------------------------------------- more alternatives
+
+
+_CONFIG_CODES = ("SCHEMA_UNSUPPORTED", "LIMIT_EXCEEDED", "CONFIG_INVALID")
+
+
+def _other_issue_categories(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    """A definition problem filed as category definition; an unknown field too (it is not defined)."""
+    err = _error(reply)
+    if err is None:
+        return reply
+    for issue in err.get("issues", []):
+        if not isinstance(issue, dict):
+            continue
+        if (err.get("stage") == "config" and issue.get("code") in _CONFIG_CODES) or issue.get("code") == "UNKNOWN_FIELD":
+            issue["category"] = "definition"
+    return reply
+
+
+OTHER_ISSUE_CATEGORIES = Variant(
+    name="other-issue-categories",
+    decisions=("D-ERR-001",),
+    summary="configuration and unknown-field issues filed under category definition",
+    after=_other_issue_categories,
+)
+
+
+def _parent_pointer(path: Any) -> Any:
+    if isinstance(path, str) and path.count("/") > 1:
+        return path[: path.rindex("/")]
+    return path
+
+
+def _request_faults_without_pointers(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    """Request faults name what is wrong in words only: their issues carry no pointer."""
+    err = _error(reply)
+    if err is not None and err.get("stage") == "input":
+        for issue in err.get("issues", []):
+            if isinstance(issue, dict):
+                issue["path"] = None
+    return reply
+
+
+COARSE_REQUEST_POINTERS = Variant(
+    name="request-faults-without-pointers",
+    decisions=("D-REQ-007",),
+    summary="a request fault's issue has path null instead of a pointer into the request",
+    after=_request_faults_without_pointers,
+)
+
+
+def _node_pointers(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    """A construction error points at the schema node holding the keyword, not at the keyword."""
+    err = _error(reply)
+    if err is not None and err.get("stage") == "config":
+        for issue in err.get("issues", []):
+            if isinstance(issue, dict) and issue.get("code") in ("SCHEMA_UNSUPPORTED", "LIMIT_EXCEEDED"):
+                issue["path"] = _parent_pointer(issue.get("path")) if issue.get("path") else None
+    return reply
+
+
+NODE_POINTERS = Variant(
+    name="construction-error-at-node",
+    decisions=("D-SCH-008",),
+    summary="a construction error points at the schema node, not at its keyword",
+    after=_node_pointers,
+)
+
+
+def _empty_enum_accepted(name: str, config: dict[str, Any]) -> dict[str, Any]:
+    """``enum: []`` admits no value; the variant takes it as the equivalent ``not: {}``."""
+
+    def rewrite(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {("not" if k == "enum" and v == [] else k): ({} if k == "enum" and v == [] else rewrite(v))
+                    for k, v in node.items()}  # fmt: skip
+        if isinstance(node, list):
+            return [rewrite(v) for v in node]
+        return node
+
+    if isinstance(config.get("schema"), dict):
+        config["schema"] = rewrite(config["schema"])
+    return config
+
+
+EMPTY_ENUM_ACCEPTED = Variant(
+    name="empty-enum-accepted",
+    decisions=("D-SCH-012",),
+    summary="enum: [] is accepted (it admits no value)",
+    config=_empty_enum_accepted,
+)
+
+
+def _issued_jobs(state: State) -> dict[Any, Any]:
+    issued: dict[Any, Any] = state["bridge"].setdefault("issued", {})
+    return issued
+
+
+def _record_issued(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    if op == "prepare" and reply.get("kind") == "task":
+        _issued_jobs(state)[reply.get("jobId")] = state["session"]
+    err = _error(reply)
+    if err is None or err.get("code") != "BRIDGE_JOB_NOT_FOUND" or not isinstance(request, dict):
+        return reply
+    owner = _issued_jobs(state).get(request.get("jobId"))
+    if owner is not None and owner is not state["session"]:  # another connection's (or a closed one's)
+        message = "This job belongs to another connection."
+        return _error_reply("INPUT_INVALID", "bridge", message,
+                            [{"code": "INPUT_INVALID", "category": "input", "path": "/jobId", "message": message}])  # fmt: skip
+    if op == "accept":  # one's own job, no longer held: seed 000 fixes only cancel's answer
+        err["message"] = "This job is no longer held."
+    return reply
+
+
+def _never_issued_is_invalid(op: str, request: Any, state: State) -> Any:
+    if op in ("accept", "cancel") and isinstance(request, dict) and isinstance(request.get("jobId"), str) \
+            and request["jobId"] not in _issued_jobs(state):
+        message = "jobId was never issued by this Bridge."
+        return _error_reply("INPUT_INVALID", "bridge", message,
+                            [{"code": "INPUT_INVALID", "category": "input", "path": "/jobId", "message": message}])  # fmt: skip
+    return request
+
+
+JOB_NOT_FOUND_BY_CAUSE = Variant(
+    name="unknown-jobs-by-cause",
+    decisions=("D-BRG-003",),
+    summary="a jobId never issued, or another connection's, is INPUT_INVALID; accept on a job no longer held words NOT_FOUND its own way",
+    before=_never_issued_is_invalid,
+    after=_record_issued,
+)
+
+
+def _tokens_judged_otherwise(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    """Where the reference answers a conflict on one of this session's jobs, say why instead.
+
+    Seed 000 says such tokens *may* be answered BRIDGE_STEP_CONFLICT; it lets only an
+    identical candidate reuse a retained reply, so the alternative is another error, not a replay.
+    """
+    tokens = state.setdefault("tokens", {})
+    used = state.setdefault("used_tokens", set())
+    if reply.get("kind") == "task":
+        tokens.setdefault(reply.get("jobId"), set()).add(reply.get("stepToken"))
+    if op != "accept" or not isinstance(request, dict):
+        return reply
+    job, token = request.get("jobId"), request.get("stepToken")
+    err = _error(reply)
+    if reply.get("kind") in ("task", "result") or (err is not None and err.get("code") in _MOVED_BY_SUBMISSION):
+        used.add((job, token))
+    if err is None or err.get("code") != "BRIDGE_STEP_CONFLICT" or job not in tokens:
+        return reply
+    if token not in tokens[job]:
+        path, message = "/stepToken", "stepToken was never issued for this job."
+    elif (job, token) in used:
+        path, message = "/candidateText", "This step was already submitted with another candidateText."
+    else:
+        return reply
+    return _error_reply("INPUT_INVALID", "bridge", message,
+                        [{"code": "INPUT_INVALID", "category": "input", "path": path, "message": message}])  # fmt: skip
+
+
+TOKENS_JUDGED_OTHERWISE = Variant(
+    name="tokens-judged-otherwise",
+    decisions=("D-BRG-008",),
+    summary="a token never issued for the job, or a used one with another text, is INPUT_INVALID, not a conflict",
+    after=_tokens_judged_otherwise,
+)
+
+
+def _cancel_at_bridge(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    err = _error(reply)
+    if err is not None and err.get("code") in CANCEL_CODES:  # also when an accept answers it
+        err["stage"] = "bridge"
+    return reply
+
+
+CANCEL_AT_BRIDGE = Variant(
+    name="cancel-at-bridge-stage",
+    decisions=("D-BRG-015",),
+    summary="a cancelled job's error has stage bridge, not the stage it was in",
+    after=_cancel_at_bridge,
+)
+
+
+def _detail_kept_verbatim(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    err = _error(reply)
+    if err is None or err.get("code") not in CANCEL_CODES or not isinstance(request, dict):
+        return reply
+    ended = state.setdefault("ended_by_cancel", {})
+    job = request.get("jobId")
+    if job in ended:  # the job's ending, however it is asked for again, reads as it first did
+        first: BridgeReply = json.loads(json.dumps(ended[job]))
+        return first
+    detail = request.get("detail")
+    if op == "cancel" and isinstance(detail, str) and detail and not err.get("issues"):
+        err["issues"] = [{"code": err["code"], "category": "processing", "path": None, "message": detail}]
+    ended[job] = json.loads(json.dumps(reply))
+    return reply
+
+
+DETAIL_KEPT_VERBATIM = Variant(
+    name="cancel-detail-verbatim",
+    decisions=("D-CAN-002",),
+    summary="any non-empty cancel detail, blank or not, is kept as the error's issue",
+    after=_detail_kept_verbatim,
+)
+
+
+def _repeated_field_refused(op: str, request: Any, state: State) -> Any:
+    if op == "prepare" and isinstance(request, dict) and isinstance(request.get("fields"), list):
+        fields = request["fields"]
+        for index, name in enumerate(fields):
+            if name in fields[:index]:
+                message = "fields names a field twice."
+                return _error_reply("INPUT_INVALID", "input", message, [
+                    {"code": "INPUT_INVALID", "category": "input", "path": f"/fields/{index}", "message": message}])
+    return request
+
+
+REPEATED_FIELD_REFUSED = Variant(
+    name="repeated-field-refused",
+    decisions=("D-REQ-002",),
+    summary="a field named twice in fields is refused",
+    before=_repeated_field_refused,
+)
+
+
 VARIANTS = (
     REWORDED,
     RESPELLED_CORE_SCHEMA,
@@ -609,4 +839,13 @@ VARIANTS = (
     COMBINATION_LIMIT,
     NO_REPLAY,
     CANCELLED_TOKEN_CONFLICTS,
+    OTHER_ISSUE_CATEGORIES,
+    COARSE_REQUEST_POINTERS,
+    NODE_POINTERS,
+    EMPTY_ENUM_ACCEPTED,
+    JOB_NOT_FOUND_BY_CAUSE,
+    TOKENS_JUDGED_OTHERWISE,
+    CANCEL_AT_BRIDGE,
+    DETAIL_KEPT_VERBATIM,
+    REPEATED_FIELD_REFUSED,
 )
