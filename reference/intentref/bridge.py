@@ -29,6 +29,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final, NamedTuple
 
 from . import jsonpointer
+from .choices import Choices, current
 from .errors import CANCEL_CODES, IntentParseError, Issue, error, self_issue
 from .intent import Intent
 from .job import Job, Outcome, Task
@@ -101,13 +102,42 @@ def _config_error(path: str, message: str) -> IntentParseError:
     return error("CONFIG_INVALID", "config", message, [Issue("CONFIG_INVALID", "config", path, message)])
 
 
-def _read_option(config: Mapping[str, Any], name: str, minimum: int) -> int:
-    value = config.get(name, _DEFAULTS[name])
+def _defaults(chosen: Choices) -> dict[str, int]:
+    # D-LIM-001: the capacity defaults are decisions a variant may take another way.
+    return {**_DEFAULTS, "maxJobs": chosen.default_max_jobs, "maxReplayEntries": chosen.default_max_replay_entries,
+            "maxReplayBytes": chosen.default_max_replay_bytes}  # fmt: skip
+
+
+def _read_option(config: Mapping[str, Any], name: str, minimum: int, chosen: Choices) -> int:
+    value = config.get(name, _defaults(chosen)[name])
+    if chosen.integral_float_options and isinstance(value, float) and value.is_integer():
+        value = int(value)  # a variant of D-BRG-014: 3.0 is the safe integer 3, as to JavaScript
     # D-BRG-014: bool is an int subclass and a float is not an integer to Python, so both are
     # refused even when integral; a JavaScript host never writes 3.0 (JSON.stringify gives 3).
     if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= MAX_OPTION_VALUE:
         raise _config_error(f"/{name}", f"{name} must be an integer from {minimum} to {MAX_OPTION_VALUE}.")
     return value
+
+
+def _read_options(config: Mapping[str, Any], chosen: Choices) -> list[int]:
+    """The capacity options then the TTLs, in BridgeConfig order (spec: R-CAP-014, R-CAP-015)."""
+    wanted = [(name, 1) for name in CAPACITY_OPTIONS] + [(name, 0) for name in TTL_OPTIONS]
+    if not chosen.config_faults_all_listed:
+        return [_read_option(config, name, minimum, chosen) for name, minimum in wanted]
+    # A variant of D-BRG-014: every faulty option is named, one issue each.
+    values: list[int] = []
+    faults: list[IntentParseError] = []
+    for name, minimum in wanted:
+        try:
+            values.append(_read_option(config, name, minimum, chosen))
+        except IntentParseError as exc:
+            faults.append(exc)
+    if len(faults) == 1:
+        raise faults[0]
+    if faults:
+        issues = [issue for exc in faults for issue in exc.issues]
+        raise error("CONFIG_INVALID", "config", f"{len(faults)} Bridge config options are invalid.", issues)
+    return values
 
 
 def read_bridge_config(config: Any) -> BridgeOptions:
@@ -127,10 +157,9 @@ def read_bridge_config(config: Any) -> BridgeOptions:
             raise _config_error(
                 "/instances/" + jsonpointer.escape_token(name), "an instance must be an Intent."
             )
-    capacity = [_read_option(config, name, 1) for name in CAPACITY_OPTIONS]  # spec: R-CAP-014
-    ttls = [_read_option(config, name, 0) for name in TTL_OPTIONS]  # spec: R-CAP-015
+    options = _read_options(config, current())  # spec: R-CAP-014, R-CAP-015
     # A private copy: the caller may go on editing its dict without moving our instances.
-    return BridgeOptions(dict(instances), *capacity, *ttls)
+    return BridgeOptions(dict(instances), *options)
 
 
 # --------------------------------------------------------------------------- replies
@@ -310,7 +339,7 @@ class _Step(NamedTuple):
 class _Record:
     """Everything the Bridge keeps about one job (spec: R-CAP-008 -- one record per job)."""
 
-    __slots__ = ("end", "expires_at", "job", "job_id", "nbytes", "owner", "steps", "token")
+    __slots__ = ("end", "expires_at", "job", "job_id", "nbytes", "owner", "rejected", "steps", "token")
 
     def __init__(self, job_id: str, owner: BridgeSession, job: Job, token: str, task_bytes: int,
                  expires_at: str | None) -> None:  # fmt: skip
@@ -324,6 +353,8 @@ class _Record:
         # The terminal reply of a job that ended without a submission (cancel, expiry).
         self.end: bytes | None = None
         self.nbytes = task_bytes
+        # Only under a variant of D-BRG-009: refused submissions, (token, digest) -> reply.
+        self.rejected: dict[tuple[bytes, bytes], bytes] = {}
 
     @property
     def active(self) -> bool:
@@ -381,6 +412,8 @@ class _Store:
         self.terminal: OrderedDict[str, float] = OrderedDict()
         self.active_bytes = 0
         self.total_bytes = 0
+        # The switchable decisions of the call in progress, read once as it starts (sweep).
+        self.chosen = current()
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -397,13 +430,21 @@ class _Store:
     # --- time ------------------------------------------------------------------------------
 
     def sweep(self) -> float:
-        """Apply the legacy TTLs up to now (D-BRG-016); returns now."""
+        """Apply the legacy TTLs up to now (D-BRG-016); returns now.
+
+        Every prepare, accept and cancel starts here, so this is where the call's choices
+        are read.
+        """
+        self.chosen = current()
         now = self.clock()
         if self.options.job_ttl_ms:
             while self.active:
                 job_id, deadline = next(iter(self.active.items()))
                 if now < deadline:
                     break
+                if self.chosen.expired_jobs_dropped:  # a variant of D-BRG-016: no tombstone
+                    self.drop(job_id)
+                    continue
                 record = self.records[job_id]
                 assert record.job is not None
                 self.end(record, record.job.end("BRIDGE_JOB_EXPIRED", None, "bridge"), now)
@@ -417,13 +458,18 @@ class _Store:
 
     # --- admission -------------------------------------------------------------------------
 
-    def admit(self, session: BridgeSession, job: Job, now: float) -> bytes:
-        """Register ``job`` and return its first task reply (stored form), or raise LIMIT_EXCEEDED."""
+    def check_room(self) -> None:
+        """Refuse a new job when active jobs fill maxJobs or maxReplayEntries (D-BRG-012)."""
         options = self.options
         if len(self.active) >= options.max_jobs:  # spec: R-CAP-007, R-CAP-012
             raise _limit(None, f"the Bridge already holds maxJobs ({options.max_jobs}) active jobs.")
         if len(self.active) >= options.max_replay_entries:  # only terminal records can make room
             raise _limit(None, f"active jobs fill maxReplayEntries ({options.max_replay_entries}).")
+
+    def admit(self, session: BridgeSession, job: Job, now: float) -> bytes:
+        """Register ``job`` and return its first task reply (stored form), or raise LIMIT_EXCEEDED."""
+        options = self.options
+        self.check_room()
         job_id = _new_token()
         token = _new_token()
         expires_at = None
@@ -432,7 +478,8 @@ class _Store:
             expires_at = iso_timestamp(self.wall_clock() + options.job_ttl_ms)
             deadline = now + options.job_ttl_ms
         first = _stored(_task_reply(job_id, token, job.task, expires_at))
-        size = len(first)  # counted while active; the task itself is not replayable
+        # counted while active; the task itself is not replayable
+        size = len(first) + self.chosen.record_overhead_bytes
         if self.active_bytes + size > options.max_replay_bytes:  # spec: R-CAP-012
             raise _limit(None, f"the new job does not fit maxReplayBytes ({options.max_replay_bytes}) "
                                "beside the active jobs.")  # fmt: skip
@@ -451,40 +498,66 @@ class _Store:
     def submit(self, record: _Record, candidate_text: str, token: bytes, digest: bytes, now: float) -> Reply:
         """Judge a submission for the record's current step, committing only if it fits."""
         assert record.job is not None
+        chosen = self.chosen
         trial = _fork(record.job)
         outcome = trial.submit(candidate_text)
         if outcome.rejection is not None:
             # spec: R-CAP-013, R-LIF-009 -- an oversized candidate is not a used step (D-BRG-009).
-            return _error_reply(outcome.rejection)
-        reply, token_after = _outcome_reply(record.job_id, outcome, record.expires_at)
+            return self._refuse(record, token, digest, outcome.rejection)
+        expires_at, deadline = record.expires_at, 0.0
+        if chosen.job_ttl_per_task and self.options.job_ttl_ms and outcome.task is not None:
+            # A variant of D-BRG-016: every new task renews the job's deadline.
+            expires_at = iso_timestamp(self.wall_clock() + self.options.job_ttl_ms)
+            deadline = now + self.options.job_ttl_ms
+        reply, token_after = _outcome_reply(record.job_id, outcome, expires_at)
         step = _Step(token, digest, _stored(reply))
         steps = [*record.steps, step]
         # An active job's record also counts its current task (the task material).
         new_task_bytes = len(step.reply) if token_after is not None else 0
-        new_size = _record_bytes(steps, new_task_bytes, None)
+        new_size = _record_bytes(steps, new_task_bytes, None) + chosen.record_overhead_bytes
+        checked_size = new_size
+        if chosen.step_budget_estimated:
+            # A variant of D-BRG-010: an upper estimate instead of the exact size -- the old
+            # record kept whole, the candidate text, and the new task as step and as material.
+            checked_size = (record.nbytes + DIGEST_BYTES + len(candidate_text.encode("utf-8", "surrogatepass"))
+                            + 2 * len(step.reply))  # fmt: skip
         # D-BRG-010: a step that keeps the job active must fit beside the other active ones;
         # terminal records do not count, they can be reclaimed (spec: R-CAP-011, R-CAP-013).
         # D-BRG-020: a step that ends the job is never refused for the budget, which is no
         # limit on results (spec: R-CAP-010); if even alone it does not fit, reclaim() drops
         # the just-ended record at once, after its reply is given.
-        fits = self.active_bytes - record.nbytes + new_size <= self.options.max_replay_bytes
+        fits = self.active_bytes - record.nbytes + checked_size <= self.options.max_replay_bytes
         if token_after is not None and not fits:
-            return _error_reply(_limit("/candidateText", "the reply to this candidate does not fit maxReplayBytes "
-                                       f"({self.options.max_replay_bytes}); the step stays open."))  # fmt: skip
+            return self._refuse(record, token, digest, _limit(
+                "/candidateText", "the reply to this candidate does not fit maxReplayBytes "
+                f"({self.options.max_replay_bytes}); the step stays open."))  # fmt: skip
         record.steps = steps
         self._resize(record, new_size)
         if token_after is not None:
             record.job = trial
             record.token = _token_bytes(token_after)
+            if deadline:
+                record.expires_at = expires_at
+                self.active[record.job_id] = deadline
+                self.active.move_to_end(record.job_id)  # one TTL: renewal keeps deadline order
         else:
             self._to_terminal(record, now)
         self.reclaim()
         return _fresh(step.reply)
 
+    def _refuse(self, record: _Record, token: bytes, digest: bytes, exc: IntentParseError) -> Reply:
+        """A refused submission: the step stays open and, by default, nothing is kept (D-BRG-009)."""
+        reply = _error_reply(exc)
+        if self.chosen.rejections_replayed:
+            # A variant of D-BRG-009: the refusal is kept for this token and text, outside the
+            # byte count (a conformance run only), and the same text replays it.
+            record.rejected[(token, digest)] = _stored(reply)
+        return reply
+
     def end(self, record: _Record, exc: IntentParseError, now: float) -> bytes:
         """Make an active job terminal with ``exc`` (cancel, expiry); returns the stored reply."""
         record.end = _stored(_error_reply(exc))
-        self._resize(record, _record_bytes(record.steps, 0, record.end))
+        self._resize(record, _record_bytes(record.steps, 0, record.end) + self.chosen.record_overhead_bytes)
         self._to_terminal(record, now)
         # The ended record may have grown (a long detail); active bytes shrank, so reclaiming
         # terminal records always restores the budget.
@@ -510,10 +583,17 @@ class _Store:
     def reclaim(self) -> None:
         """Drop terminal records, oldest-terminated first, until both budgets hold (R-CAP-011)."""
         options = self.options
+        oldest_created = self.chosen.reclaim_oldest_created
         while self.terminal and (
             self.total_bytes > options.max_replay_bytes or len(self.records) > options.max_replay_entries
         ):
-            job_id, _ = self.terminal.popitem(last=False)
+            if oldest_created:
+                # A variant of D-BRG-013: records are in creation order; the first terminal one
+                # goes (O(records), acceptable in a conformance run).
+                job_id = next(i for i, r in self.records.items() if not r.active)
+                del self.terminal[job_id]
+            else:
+                job_id, _ = self.terminal.popitem(last=False)
             self._forget(job_id)
 
     def drop(self, job_id: str) -> None:
@@ -575,6 +655,9 @@ class BridgeSession:
             message = unknown_instance_message(name, self._store.options.instances)
             raise error("BRIDGE_INSTANCE_NOT_FOUND", "bridge", message,
                         [self_issue("BRIDGE_INSTANCE_NOT_FOUND", "/instance", message)])  # fmt: skip
+        if self._store.chosen.capacity_before_request:
+            # A variant of D-BRG-012: a full Bridge refuses before the request is judged.
+            self._store.check_room()
         # D-BRG-002: the rest is a parse request, judged exactly as Intent.parse judges it
         # (spec: R-BRG-019); it is checked before capacity so that a bad request gets the
         # same answer however busy the Bridge is (D-BRG-012).
@@ -593,15 +676,17 @@ class BridgeSession:
     def _accept(self, request: Any) -> Reply:
         members = _read_members(request, ACCEPT_KEYS)
         job_id, step_token, candidate_text = (_required_text(members, name) for name in ACCEPT_KEYS)
-        if self.closed:  # D-BRG-004 -- the jobs went with the session (spec: R-IDM-005)
-            raise _not_found()
         store = self._store
+        if self._answers_not_found():  # D-BRG-004 -- the jobs went with the session (spec: R-IDM-005)
+            raise _not_found()
         now = store.sweep()
         record = store.lookup(self, job_id)
         if record is None:  # spec: R-IDM-006
             raise _not_found()
         token = _token_bytes(step_token)
         digest = _digest(candidate_text)
+        if record.rejected and (token, digest) in record.rejected:  # only under a variant of D-BRG-009
+            return _fresh(record.rejected[(token, digest)])
         used = _find_step(record.steps, token)
         if used is not None:
             if hmac.compare_digest(used.digest, digest):
@@ -637,9 +722,9 @@ class BridgeSession:
             detail = _required_text(members, "detail")
             if utf8_length(detail) > MAX_CANCEL_DETAIL_BYTES:  # spec: R-CAN-003, R-CAN-004
                 raise _bridge_input_error("/detail", f"detail exceeds {MAX_CANCEL_DETAIL_BYTES} UTF-8 bytes.")
-        if self.closed:
-            raise _not_found()
         store = self._store
+        if self._answers_not_found():  # D-BRG-004
+            raise _not_found()
         now = store.sweep()
         record = store.lookup(self, job_id)
         if record is None:  # spec: R-CAN-009
@@ -650,13 +735,31 @@ class BridgeSession:
 
     # --- close -----------------------------------------------------------------------------
 
+    def _answers_not_found(self) -> bool:
+        """Whether a closed session answers BRIDGE_JOB_NOT_FOUND without looking (D-BRG-004)."""
+        if not self.closed:
+            return False
+        # Under a variant of D-BRG-004 and D-BRG-005 a closed session still answers for the
+        # records it kept; the current call's choices are read here, as it starts.
+        return not current().closed_sessions_keep_records
+
     def close(self) -> None:
         """Release every job of this session, active or retained (spec: R-LIF-012, D-BRG-005)."""
         if self._closed:
             return
         self._closed = True
-        for job_id in list(self._job_ids):
-            self._store.drop(job_id)
+        store = self._store
+        if current().closed_sessions_keep_records:
+            # A variant of D-BRG-005: the active jobs end as a cancel would end them, and
+            # every record stays, terminal, until it is reclaimed.
+            now = store.sweep()
+            for job_id in list(self._job_ids):
+                record = store.records.get(job_id)
+                if record is not None and record.job is not None:
+                    store.end(record, record.job.cancel(DEFAULT_OUTCOME, None), now)
+        else:
+            for job_id in list(self._job_ids):
+                store.drop(job_id)
         self._bridge._sessions.discard(self)
 
 
