@@ -218,3 +218,18 @@ def test_conformance_command_takes_a_variant_target(tmp_path: Any) -> None:
     assert "variant:reworded" in json.dumps(document), run.stderr
     outcomes = [c["outcome"] for c in document["cases"]]
     assert len(outcomes) == 1 and outcomes[0] in ("passed", "failed")
+
+
+def test_envelope_cases_run_under_a_variant_through_the_mcp_tool_layer() -> None:
+    from intentref.conformance.fixtures import load_cases
+
+    envelope = [c for c in load_cases() if c.transport == "mcp"]
+    assert envelope
+    plain = execute(envelope, variants.target("reworded"))
+    assert {o.outcome for o in plain} == {UNSUPPORTED}
+    modelled = {o.case_id: o.outcome for o in execute(envelope, variants.target("reworded", envelope=True))}
+    assert UNSUPPORTED not in modelled.values()
+    assert all(modelled[c.id] == PASSED for c in envelope if c.level == "normative"), modelled
+    # ... and a variant that changes what an envelope case checks fails it there.
+    broken = execute([c for c in envelope if c.id == "ENV-0013"], variants.target("unknown-jobs-by-cause", envelope=True))
+    assert [o.outcome for o in broken] == [FAILED]

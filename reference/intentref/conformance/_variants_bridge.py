@@ -104,7 +104,7 @@ SMALLER_CAPACITY_DEFAULTS = Variant(
     decisions=("D-LIM-001",),
     summary="capacity defaults maxJobs 64, maxReplayEntries 256, maxReplayBytes 8 MiB",
     choices=replace_choices(default_max_jobs=64, default_max_replay_entries=256,
-                            default_max_replay_bytes=8 * 1024 * 1024),  # fmt: skip
+                            default_max_replay_bytes=8 * 1024 * 1024),
 )
 
 

@@ -435,7 +435,7 @@ def _parses_to(text: str, value: Json) -> bool:
         return False
 
 
-class _McpModelRun:
+class McpModelRun:
     def __init__(self, bridge: Any, invert_is_error: bool) -> None:
         self._bridge = bridge
         self._invert = invert_is_error
@@ -475,7 +475,7 @@ class McpModelTarget:
             return built[-1]
 
         InProcessTarget(bridge_factory=capture).open(instances, bridge_options)
-        return _McpModelRun(built[0], self._invert)
+        return McpModelRun(built[0], self._invert)
 
     def close(self) -> None:
         pass

@@ -44,7 +44,6 @@ class Proof:
     variants: list[VariantResult]
     combined: VariantResult
     unbroken_reference: list[str]  # reference cases no variant of their decisions breaks
-    out_of_reach: list[str]  # reference cases of the MCP envelope: variants run in process
     decisions_without_variant: dict[str, list[str]]  # decision -> reference cases citing it
     normative_cases: int
     reference_cases: int
@@ -70,7 +69,7 @@ class Proof:
 
         return {"holds": self.holds, "normativeCases": self.normative_cases, "referenceCases": self.reference_cases,
                 "variants": [one(v) for v in self.variants], "combined": one(self.combined),
-                "unbrokenReference": self.unbroken_reference, "outOfReach": self.out_of_reach,
+                "unbrokenReference": self.unbroken_reference,
                 "decisionsWithoutVariant": self.decisions_without_variant}  # fmt: skip
 
 
@@ -82,16 +81,20 @@ def _breaks(outcome: Any) -> bool:
     return bool(outcome.outcome == FAILED or (outcome.outcome == UNSUPPORTED and lacked))
 
 
-def _run_variant(target: Any, cases: list[Any]) -> tuple[VariantResult, dict[str, Any]]:
+def _run_variant(name: str, cases: list[Any]) -> tuple[VariantResult, dict[str, Any]]:
+    """The variant over ``cases``: the envelope cases through the MCP tool layer, the rest directly."""
+    from . import variants
     from .runner import execute
     from .script import ERRORED, FAILED, UNSUPPORTED
 
     started = time.perf_counter()
-    outcomes = {o.case_id: o for o in execute(cases, target)}
-    variants = getattr(target, "variants", ())
-    result = VariantResult(target.name.removeprefix("variant:"),
-                           tuple(d for v in variants for d in v.decisions),
-                           "; ".join(v.summary for v in variants))  # fmt: skip
+    target = variants.target(name)
+    envelope = [c for c in cases if c.transport == "mcp"]
+    outcomes = {o.case_id: o for o in execute([c for c in cases if c.transport != "mcp"], target)}
+    if envelope:
+        outcomes.update({o.case_id: o for o in execute(envelope, variants.target(name, envelope=True))})
+    taken = target.variants
+    result = VariantResult(name, tuple(d for v in taken for d in v.decisions), "; ".join(v.summary for v in taken))
     for case in cases:
         outcome = outcomes[case.id]
         if case.level == "normative":
@@ -120,19 +123,15 @@ def prove(cases: Iterable[Any] | None = None, only_variants: Sequence[str] = ())
         # A variant runs every normative case, and the reference cases citing its decisions.
         mine = set(catalogue[name].decisions)
         wanted = [c for c in selected if c.level == "normative" or mine & set(c.data.get("decisions", []))]
-        result, _ = _run_variant(catalogue_module.target(name), wanted)
+        result, _ = _run_variant(name, wanted)
         results.append(result)
         for case_id in result.reference_broken:
             broken_by.setdefault(case_id, set()).add(name)
-    combined, _ = _run_variant(catalogue_module.target("all"), [c for c in selected if c.level == "normative"])
+    combined, _ = _run_variant("all", [c for c in selected if c.level == "normative"])
     unbroken: list[str] = []
-    out_of_reach: list[str] = []
     without: dict[str, list[str]] = {}
     for case in selected:
         if case.level != "reference":
-            continue
-        if case.transport == "mcp":  # the envelope needs an MCP target; variants are in process
-            out_of_reach.append(case.id)
             continue
         cited = list(case.data.get("decisions", []))
         relevant = {v.name for d in cited for v in catalogue_module.variants_of(d)}
@@ -142,7 +141,7 @@ def prove(cases: Iterable[Any] | None = None, only_variants: Sequence[str] = ())
             continue
         if not relevant & broken_by.get(case.id, set()) and relevant <= set(names):
             unbroken.append(case.id)
-    return Proof(results, combined, unbroken, out_of_reach, without,
+    return Proof(results, combined, unbroken, without,
                  sum(c.level == "normative" for c in selected), sum(c.level == "reference" for c in selected))  # fmt: skip
 
 
@@ -168,9 +167,6 @@ def render(proof: Proof, out: Any = None) -> None:
             console.print(f"  … and {len(v.normative_failed) - 20} more under {v.name}", markup=False)
     for case_id in proof.unbroken_reference:
         console.print(f"reference case {case_id} passes under every variant of the decisions it cites", markup=False)
-    if proof.out_of_reach:
-        console.print(f"{len(proof.out_of_reach)} reference cases check the MCP envelope and are out of the in-process "
-                      f"variants' reach: {', '.join(proof.out_of_reach)}", markup=False)
     for decision, ids in sorted(proof.decisions_without_variant.items()):
         console.print(f"decision {decision} (cited by {len(ids)} reference cases) has no variant", markup=False)
     console.print("the levels hold" if proof.holds else "the levels do NOT hold", markup=False)

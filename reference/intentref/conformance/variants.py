@@ -75,7 +75,13 @@ def _is_reply(value: Any) -> bool:
     return isinstance(value, dict) and value.get("kind") in ("task", "result", "error")
 
 
-class _VariantSession:
+class VariantSession:
+    """A Bridge session of a variant: the reference's session with the variant's hooks around it.
+
+    Like a reference session it takes and returns plain dicts, so the MCP tool layer can sit
+    on top of it exactly as it sits on the reference (``VariantTarget(envelope=True)``).
+    """
+
     def __init__(self, inner: Any, variants: tuple[Variant, ...], choices: Choices, shared: State) -> None:
         self._inner = inner
         self._variants = variants
@@ -84,7 +90,7 @@ class _VariantSession:
         # (what a variant needs to tell another session's job from one never issued).
         self._state: State = {"bridge": shared, "session": object()}
 
-    def _call(self, op: str, request: Any) -> Reply:
+    def _call(self, op: str, request: Any) -> BridgeReply:
         original = request
         answered: BridgeReply | None = None
         with chosen(self._choices):
@@ -100,15 +106,15 @@ class _VariantSession:
         for variant in self._variants:
             if variant.after is not None:
                 reply = variant.after(op, original, reply, self._state)
-        return Reply(reply)
+        return reply
 
-    def prepare(self, request: Any) -> Reply:
+    def prepare(self, request: Any) -> BridgeReply:
         return self._call("prepare", request)
 
-    def accept(self, request: Any) -> Reply:
+    def accept(self, request: Any) -> BridgeReply:
         return self._call("accept", request)
 
-    def cancel(self, request: Any) -> Reply:
+    def cancel(self, request: Any) -> BridgeReply:
         return self._call("cancel", request)
 
     def close(self) -> None:
@@ -116,20 +122,50 @@ class _VariantSession:
             self._inner.close()
 
 
-class _VariantRun:
+class VariantBridge:
+    """The reference Bridge of a variant: ``connect()`` gives ``VariantSession``s."""
+
     def __init__(self, bridge: Any, variants: tuple[Variant, ...], choices: Choices) -> None:
         self._bridge = bridge
         self._variants = variants
         self._choices = choices
         self._shared: State = {}
 
-    def connect(self) -> Session:
+    def connect(self) -> VariantSession:
         with chosen(self._choices):
-            return _VariantSession(self._bridge.connect(), self._variants, self._choices, self._shared)
+            return VariantSession(self._bridge.connect(), self._variants, self._choices, self._shared)
 
     def close(self) -> None:
         with chosen(self._choices):
             self._bridge.close()
+
+
+class _Session:
+    def __init__(self, session: VariantSession) -> None:
+        self._session = session
+
+    def prepare(self, request: Any) -> Reply:
+        return Reply(self._session.prepare(request))
+
+    def accept(self, request: Any) -> Reply:
+        return Reply(self._session.accept(request))
+
+    def cancel(self, request: Any) -> Reply:
+        return Reply(self._session.cancel(request))
+
+    def close(self) -> None:
+        self._session.close()
+
+
+class _Run:
+    def __init__(self, bridge: VariantBridge) -> None:
+        self._bridge = bridge
+
+    def connect(self) -> Session:
+        return _Session(self._bridge.connect())
+
+    def close(self) -> None:
+        self._bridge.close()
 
 
 class VariantTarget:
@@ -140,13 +176,17 @@ class VariantTarget:
     # each on a Bridge of its own (D-CNF-011); the choices are per thread (a ContextVar).
     parallel_runs = 8
 
-    def __init__(self, variants: Iterable[Variant], name: str | None = None) -> None:
+    def __init__(self, variants: Iterable[Variant], name: str | None = None, *, envelope: bool = False) -> None:
         self.variants = tuple(variants)
+        # envelope: the reference's own MCP tool layer on top (the in-process MCP model of
+        # ``faulty.McpModelTarget``), so the cases that check the MCP envelope run too.
+        self.envelope = envelope
+        self.transport = "mcp" if envelope else "in-process"
         changed: dict[str, Any] = {}
         for variant in self.variants:
             changed.update(variant.choices)
         self.choices = REFERENCE.but(**changed)
-        self.name = name or "variant:" + "+".join(v.name for v in self.variants)
+        self.name = (name or "variant:" + "+".join(v.name for v in self.variants)) + (" (MCP model)" if envelope else "")
         self.lacks: dict[str, str] = {}
         for variant in self.variants:
             self.lacks.update(variant.lacks)
@@ -177,7 +217,12 @@ class VariantTarget:
                     if variant.after is not None:
                         reply = variant.after("config", None, reply, {})
                 raise ConfigRejected(reply["error"]) from None
-        return _VariantRun(bridge, self.variants, self.choices)
+        variant_bridge = VariantBridge(bridge, self.variants, self.choices)
+        if self.envelope:
+            from .faulty import McpModelRun
+
+            return McpModelRun(variant_bridge, invert_is_error=False)
+        return _Run(variant_bridge)
 
     def close(self) -> None:
         pass
@@ -214,14 +259,14 @@ def combined() -> tuple[Variant, ...]:
     return tuple(chosen_variants)
 
 
-def target(name: str) -> VariantTarget:
+def target(name: str, *, envelope: bool = False) -> VariantTarget:
     """The target ``variant:NAME``; ``all`` is every non-clashing variant at once."""
     if name == "all":
-        return VariantTarget(combined(), name="variant:all")
+        return VariantTarget(combined(), name="variant:all", envelope=envelope)
     variants = catalogue()
     if name not in variants:
         raise KeyError(f"no decision variant {name!r}; known: all, {', '.join(variants)}")
-    return VariantTarget([variants[name]])
+    return VariantTarget([variants[name]], envelope=envelope)
 
 
 def variants_of(decision: str) -> list[Variant]:
