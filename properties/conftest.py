@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -38,6 +40,19 @@ settings.register_profile("intentref-smoke", max_examples=4, deadline=None, data
 settings.register_profile("intentref-long", max_examples=400, deadline=None, database=None, print_blob=True,
                           suppress_health_check=list(HealthCheck), stateful_step_count=80, phases=_PHASES)  # fmt: skip
 settings.load_profile(os.environ.get("INTENTREF_PROPERTIES_PROFILE", "intentref-ci"))
+
+# Hypothesis shrinks one failure for up to 5 minutes.  Against a target over a slow
+# transport that diverges in several properties, that alone would exceed the ci profile's
+# 3-minute budget; a shorter shrink still gives a small case.  The setting is internal to
+# Hypothesis (no public one exists), so it is only lowered where it is found.
+SHRINK_SECONDS = {"intentref-ci": 30, "intentref-smoke": 10}
+
+
+def _limit_shrinking(profile: str) -> None:
+    from hypothesis.internal.conjecture import engine
+
+    if profile in SHRINK_SECONDS and isinstance(getattr(engine, "MAX_SHRINKING_SECONDS", None), int):
+        engine.MAX_SHRINKING_SECONDS = SHRINK_SECONDS[profile]
 
 TARGET_OPTION = "--intentref-properties-target"
 
@@ -83,14 +98,43 @@ def example(intentref_target: Any) -> Any:
     return make
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    _limit_shrinking(str(config.getoption("hypothesis_profile", None) or
+                         os.environ.get("INTENTREF_PROPERTIES_PROFILE", "intentref-ci")))  # fmt: skip
+    # SIGTERM ends the run as Ctrl-C does, so the session still finishes and writes its
+    # counters and outcomes (``intentref properties`` forwards its own SIGTERM here).  Only
+    # in a run the CLI started: other runners (mutmut, CI) keep SIGTERM's usual meaning.
+    if os.environ.get("INTENTREF_PROPERTIES_STATS") and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _divergences(exc: BaseException) -> list[ist.Divergence]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [d for inner in exc.exceptions for d in _divergences(inner)]
+    return [exc] if isinstance(exc, ist.Divergence) else []
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    # A divergence's final (shrunk) example carries a conformance case: collect it for the CLI.
+    # A divergence's final (shrunk) example carries a conformance case: collect it for the CLI,
+    # and each failure's level (D-CNF-021): normative, or reference with its decisions.
     report = yield
+    if call.excinfo is None or call.excinfo.errisinstance((pytest.skip.Exception,)):
+        return report
     path = os.environ.get("INTENTREF_PROPERTIES_CASES")
-    if path and call.excinfo is not None and isinstance(call.excinfo.value, ist.Divergence):
+    if path:
         with open(path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(call.excinfo.value.case, ensure_ascii=True) + "\n")
+            for divergence in _divergences(call.excinfo.value):
+                handle.write(json.dumps(divergence.case, ensure_ascii=True) + "\n")
+    outcomes = os.environ.get("INTENTREF_PROPERTIES_OUTCOMES")
+    if outcomes and not call.excinfo.errisinstance(KeyboardInterrupt):
+        level, decisions = ist.failure_level(call.excinfo.value)
+        with open(outcomes, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"test": item.nodeid, "level": level, "decisions": list(decisions)}) + "\n")
     return report
 
 

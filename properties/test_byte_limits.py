@@ -50,13 +50,16 @@ def _cancel(target: Any, detail: str, outcome: str) -> tuple[dict[str, Any], dic
 def _check_cancel(detail: str, outcome: str, first: dict[str, Any], second: dict[str, Any]) -> None:
     if utf8_length(detail) <= MAX_CANCEL_DETAIL_BYTES:
         assert first["kind"] == "error" and first["error"]["code"] == CANCEL_CODES[outcome], first
-        assert first["error"]["stage"] == "core"
-        # D-CAN-002: a non-blank detail is the one issue, made well-formed.
-        assert [i["message"] for i in first["error"]["issues"]] == [well_formed(detail)]
+        with ist.decided("D-BRG-015", "D-CAN-002"):  # the stage, and the detail as the one issue
+            assert first["error"]["stage"] == "core"
+            # D-CAN-002: a non-blank detail is the one issue, made well-formed.
+            assert [i["message"] for i in first["error"]["issues"]] == [well_formed(detail)]
         assert second == first  # spec: R-CAN-008 -- the job ended: its terminal reply again
     else:
-        assert first["kind"] == "error" and first["error"]["code"] == "INPUT_INVALID", first
-        assert first["error"]["stage"] == "bridge" and ist.issue_paths(first) == ["/detail"]
+        assert first["kind"] == "error", first  # seed 000: 2049 bytes are refused
+        with ist.decided("D-BRG-015"):  # how a refused cancel is spelled
+            assert first["error"]["code"] == "INPUT_INVALID", first
+            assert first["error"]["stage"] == "bridge" and ist.issue_paths(first) == ["/detail"]
         # The refused cancel did not end the job: a plain cancel ends it now.
         assert second["kind"] == "error" and second["error"]["code"] == "MODEL_ABORTED", second
 
@@ -85,7 +88,7 @@ def test_candidate_size_boundary(intentref_target: Any, width: str, over: int) -
     # spec: R-CAP-013, R-LIF-009 -- one byte over the candidate budget is refused and the step stays open.
     text = '"' + _ending_with(WIDTHS[width], MAX_CANDIDATE_BYTES + over - 2) + '"'
     assert utf8_length(text) == MAX_CANDIDATE_BYTES + over
-    with ist.Example(intentref_target, requirements=("R-CAP-013", "R-LIF-009")) as ex:
+    with ist.Example(intentref_target, requirements=("R-CAP-013", "R-LIF-009")) as ex, ist.decided("D-LIM-003"):
         session = ex.session()
         task = session.prepare({"instance": "default", "input": "大小"})
         reply = session.accept(ist.step_of(task, text))
@@ -104,10 +107,11 @@ def test_input_size_boundary(intentref_target: Any, width: str, over: int) -> No
     text = _ending_with(WIDTHS[width], MAX_INPUT_BYTES + over)
     with ist.Example(intentref_target, requirements=("R-BRG-019",)) as ex:
         reply = ex.session().prepare({"instance": "default", "input": text})
-    if over:
-        assert ist.error_code(reply) == "LIMIT_EXCEEDED" and reply["error"]["stage"] == "input", reply
-    else:
-        assert reply["kind"] == "task", reply
+    with ist.decided("D-LIM-002"):  # the input budget is the reference's
+        if over:
+            assert ist.error_code(reply) == "LIMIT_EXCEEDED" and reply["error"]["stage"] == "input", reply
+        else:
+            assert reply["kind"] == "task", reply
 
 
 def _measure(target: Any, request: dict[str, Any], core: dict[str, Any]) -> tuple[int, int]:
@@ -124,6 +128,15 @@ def _measure(target: Any, request: dict[str, Any], core: dict[str, Any]) -> tupl
 def test_prepare_fits_the_replay_budget_to_the_byte(intentref_target: Any, unit: str, count: int, over: int) -> None:
     # spec: R-CAP-009, R-CAP-012 -- a new job's task must fit maxReplayBytes beside the active ones.
     request = {"instance": "order", "input": "订单 000123 " + unit * count}
+    with ist.decided(*BUDGET_DECISIONS):
+        _prepare_budget(intentref_target, request, over)
+
+
+# What maxReplayBytes counts, and how exactly, are the reference's (the seed names the option).
+BUDGET_DECISIONS = ("D-BRG-010", "D-BRG-011")
+
+
+def _prepare_budget(intentref_target: Any, request: dict[str, Any], over: int) -> None:
     first, _ = _measure(intentref_target, request, CORE)
     with ist.Example(intentref_target, options={"maxReplayBytes": first - over}, requirements=("R-CAP-012",)) as ex:
         reply = ex.session().prepare(request)
@@ -139,6 +152,11 @@ def test_a_step_fits_the_replay_budget_to_the_byte(intentref_target: Any, unit: 
     # new task; when that does not fit, the step is refused and stays open.
     request = {"instance": "order", "input": "订单 000123 " + unit * count}
     core = {**CORE, "normalizedInput": unit * count}
+    with ist.decided(*BUDGET_DECISIONS):
+        _step_budget(intentref_target, request, core, over)
+
+
+def _step_budget(intentref_target: Any, request: dict[str, Any], core: dict[str, Any], over: int) -> None:
     first, data_reply = _measure(intentref_target, request, core)
     budget = max(first, 32 + 2 * data_reply - over)  # a SHA-256 digest, the reply, the same task again
     with ist.Example(intentref_target, options={"maxReplayBytes": budget}, requirements=("R-CAP-013",)) as ex:

@@ -38,8 +38,19 @@ KEEPS_JOB = ("LIMIT_EXCEEDED", "INPUT_INVALID", "BRIDGE_STEP_CONFLICT", "BRIDGE_
 MAX_SESSIONS = 3
 
 
+# Malformed requests: which are refused, and how, is the reference's (the seeds give the types).
+REQUEST_DECISIONS = ("D-BRG-001", "D-BRG-002", "D-BRG-015", "D-REQ-001", "D-REQ-003", "D-REQ-005", "D-MCP-006")
+
+
 def repairs_allowed(instance: str) -> int:
     return int(ist.catalog_instances()[instance].get("repairAttempts", 1))
+
+
+def judgement_decisions(instance: str, fault: str | None) -> tuple[str, ...]:
+    """What the verdict on a candidate rests on beyond the seeds: a configured number of
+    repairs (the seeds' default is one per stage) and a fault only a decision judges."""
+    configured = ist.catalog_instances()[instance].get("repairAttempts", 1) != 1
+    return (("D-CFG-001", "D-LIM-005") if configured else ()) + ist.FAULT_DECISIONS.get(fault or "", ())
 
 
 class LifecycleMachine(RuleBasedStateMachine):
@@ -118,7 +129,8 @@ class LifecycleMachine(RuleBasedStateMachine):
         index = data.draw(st.sampled_from(self._open_sessions()))
         defect, request = data.draw(ist.malformed_requests("prepare", objects_only=self._mcp))
         reply = self.sessions[index].prepare(request)
-        assert reply["kind"] == "error", (defect, reply)  # spec: R-LIF-001
+        with ist.decided(*REQUEST_DECISIONS):
+            assert reply["kind"] == "error", (defect, reply)  # spec: R-LIF-001
 
     @precondition(lambda self: self._jobs(active=True))
     @rule(data=st.data())
@@ -130,14 +142,19 @@ class LifecycleMachine(RuleBasedStateMachine):
             subject = ist.Subject("core", data.draw(ist.core_candidates()), payload)
         else:
             subject = ist.Subject("data", data.draw(ist.data_candidates(payload, job["plan"].data)), payload)
-        expected = "valid"
+        expected, fault = "valid", None
         text = subject.text
         if data.draw(st.booleans()):
-            _, broken = data.draw(ist.broken_candidates(subject))
+            fault, broken = data.draw(ist.broken_candidates(subject))
             text, expected = broken.text, broken.expected_code
         reply = self._session(job).accept({"jobId": job["id"], "stepToken": job["token"], "candidateText": text})
         code = ist.error_code(reply)
         assert code not in ("BRIDGE_JOB_NOT_FOUND", "BRIDGE_STEP_CONFLICT"), ("an active job was lost", reply)
+        with ist.decided(*judgement_decisions(job["instance"], fault)):
+            self._judged(job, stage, expected, text, reply)
+
+    def _judged(self, job: dict[str, Any], stage: str, expected: str, text: str, reply: dict[str, Any]) -> None:
+        code = ist.error_code(reply)
         if expected == "LIMIT_EXCEEDED":
             self._still_usable(job, reply)
             return
@@ -145,7 +162,8 @@ class LifecycleMachine(RuleBasedStateMachine):
             if job["repairs"][stage] < repairs_allowed(job["instance"]):  # spec: R-ERR-026, R-ERR-027
                 job["repairs"][stage] += 1
                 assert reply["kind"] == "task" and reply["stage"] == stage, reply
-                assert json.loads(reply["payload"])["repair"]["attempt"] == job["repairs"][stage]
+                with ist.decided("D-PAY-004"):  # the repair material's shape
+                    assert json.loads(reply["payload"])["repair"]["attempt"] == job["repairs"][stage]
             else:
                 assert code == "MODEL_OUTPUT_INVALID" and reply["error"]["stage"] == stage, reply
         elif expected == "DATA_EXTRACTION_FAILED":
@@ -165,8 +183,9 @@ class LifecycleMachine(RuleBasedStateMachine):
         defect, request = data.draw(ist.malformed_requests("accept", job_id=job["id"], step_token=job["token"],
                                                            objects_only=self._mcp))  # fmt: skip
         reply = self._session(job).accept(request)
-        assert reply["kind"] == "error", (defect, reply)
-        self._still_usable(job, reply)
+        with ist.decided(*REQUEST_DECISIONS):
+            assert reply["kind"] == "error", (defect, reply)
+            self._still_usable(job, reply)
 
     @precondition(lambda self: any(j["used"] for j in self._jobs()))
     @rule(data=st.data())
@@ -175,9 +194,10 @@ class LifecycleMachine(RuleBasedStateMachine):
         job = data.draw(st.sampled_from([j for j in self._jobs() if j["used"]]))
         token, text, reply, wire = data.draw(st.sampled_from(job["used"]))
         again = self._session(job).accept({"jobId": job["id"], "stepToken": token, "candidateText": text})
-        assert ist.canonical(again) == ist.canonical(reply), "replay drift"
-        last = self._session(job).last_text
-        assert wire is None or last is None or last == wire, "replay drift in the text content"
+        with ist.decided("D-BRG-007"):  # seed 000: a replay *may* reuse the retained reply
+            assert ist.canonical(again) == ist.canonical(reply), "replay drift"
+            last = self._session(job).last_text
+            assert wire is None or last is None or last == wire, "replay drift in the text content"
 
     @precondition(lambda self: any(j["used"] for j in self._jobs()))
     @rule(data=st.data())
@@ -187,7 +207,8 @@ class LifecycleMachine(RuleBasedStateMachine):
         token, text, _, _ = data.draw(st.sampled_from(job["used"]))
         other = text + data.draw(st.sampled_from([" ", "\n", "x", "\ud800"]))
         reply = self._session(job).accept({"jobId": job["id"], "stepToken": token, "candidateText": other})
-        assert ist.error_code(reply) == "BRIDGE_STEP_CONFLICT", reply
+        with ist.decided("D-BRG-008"):  # seed 000: *may* conflict
+            assert ist.error_code(reply) == "BRIDGE_STEP_CONFLICT", reply
 
     @precondition(lambda self: self._jobs() and len(self._open_sessions()) >= 2)
     @rule(data=st.data())
@@ -199,14 +220,16 @@ class LifecycleMachine(RuleBasedStateMachine):
             reply = self.sessions[other].accept({"jobId": job["id"], "stepToken": job["token"], "candidateText": "{}"})
         else:
             reply = self.sessions[other].cancel({"jobId": job["id"]})
-        assert ist.error_code(reply) == "BRIDGE_JOB_NOT_FOUND", reply
+        with ist.decided("D-BRG-003"):
+            assert ist.error_code(reply) == "BRIDGE_JOB_NOT_FOUND", reply
 
     @rule(data=st.data())
     def unknown_job(self, data: st.DataObject) -> None:
         index = data.draw(st.sampled_from(self._open_sessions()))
         job_id = data.draw(st.sampled_from(["x" * 22, "", "\ud800", "never-issued"]))
         reply = self.sessions[index].cancel({"jobId": job_id})  # spec: R-CAN-009
-        assert ist.error_code(reply) == "BRIDGE_JOB_NOT_FOUND", reply
+        with ist.decided("D-BRG-003", "D-REQ-003"):
+            assert ist.error_code(reply) == "BRIDGE_JOB_NOT_FOUND", reply
 
     @precondition(lambda self: self._jobs(active=True))
     @rule(data=st.data())
@@ -215,7 +238,8 @@ class LifecycleMachine(RuleBasedStateMachine):
         job = data.draw(st.sampled_from(self._jobs(active=True)))
         token = data.draw(st.sampled_from(["x" * 22, job["id"], job["token"] + "x"]))
         reply = self._session(job).accept({"jobId": job["id"], "stepToken": token, "candidateText": "{}"})
-        assert ist.error_code(reply) == "BRIDGE_STEP_CONFLICT", reply
+        with ist.decided("D-BRG-008"):
+            assert ist.error_code(reply) == "BRIDGE_STEP_CONFLICT", reply
 
     @precondition(lambda self: self._jobs(active=True))
     @rule(data=st.data())
@@ -229,9 +253,12 @@ class LifecycleMachine(RuleBasedStateMachine):
         if data.draw(st.booleans()):
             request["detail"] = data.draw(st.sampled_from(["模型拒绝", " ", "x" * 2048, "\ud800"]))
         reply = self._session(job).cancel(request)
-        assert ist.error_code(reply) == CANCEL_CODES[outcome or "cancelled"], reply
-        assert reply["error"]["stage"] == job["stage"]
-        job["stage"], job["terminal"] = None, reply
+        stage, job["stage"], job["terminal"] = job["stage"], None, reply
+        # A lone surrogate in the detail is made well-formed, not refused: D-CAN-002, D-REQ-003.
+        with ist.decided("D-CAN-002", "D-REQ-003") if "\ud800" in request.get("detail", "") else ist.decided():
+            assert ist.error_code(reply) == CANCEL_CODES[outcome or "cancelled"], reply
+        with ist.decided("D-BRG-015"):  # the stage of a cancel's error
+            assert reply["error"]["stage"] == stage
 
     @precondition(lambda self: self._jobs(active=True))
     @rule(data=st.data())
@@ -239,8 +266,9 @@ class LifecycleMachine(RuleBasedStateMachine):
         job = data.draw(st.sampled_from(self._jobs(active=True)))
         defect, request = data.draw(ist.malformed_requests("cancel", job_id=job["id"], objects_only=self._mcp))
         reply = self._session(job).cancel(request)
-        assert reply["kind"] == "error", (defect, reply)
-        self._still_usable(job, reply)
+        with ist.decided(*REQUEST_DECISIONS):
+            assert reply["kind"] == "error", (defect, reply)
+            self._still_usable(job, reply)
 
     @precondition(lambda self: self._jobs(active=False))
     @rule(data=st.data())
@@ -248,7 +276,8 @@ class LifecycleMachine(RuleBasedStateMachine):
         # spec: R-CAN-008 -- a retained terminal job answers with its terminal reply, a result too.
         job = data.draw(st.sampled_from(self._jobs(active=False)))
         reply = self._session(job).cancel({"jobId": job["id"], "outcome": "refusal"})
-        assert ist.canonical(reply) == ist.canonical(job["terminal"]), "replay drift"
+        with ist.decided("D-LIM-001", "D-BRG-013"):  # still retained: the capacities are the reference's
+            assert ist.canonical(reply) == ist.canonical(job["terminal"]), "replay drift"
 
     @invariant()
     def tokens_are_never_reissued(self) -> None:

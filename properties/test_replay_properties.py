@@ -79,13 +79,15 @@ def test_every_used_step_replays_identically_and_other_texts_conflict(intentref_
         order = data.draw(st.permutations(used), label="replay order") if used else []
         for step in order:
             again = session.accept({"jobId": current["jobId"], "stepToken": step.token, "candidateText": step.text})
-            assert ist.canonical(again) == ist.canonical(step.reply)
-            if step.wire is not None and session.last_text is not None:
-                assert session.last_text == step.wire  # the same reply to the byte
+            with ist.decided("D-BRG-007"):  # seed 000: a replay *may* reuse the retained reply
+                assert ist.canonical(again) == ist.canonical(step.reply)
+                if step.wire is not None and session.last_text is not None:
+                    assert session.last_text == step.wire  # the same reply to the byte
             other = data.draw(st.sampled_from(_others(step.text)), label="other text")
             conflict = session.accept({"jobId": current["jobId"], "stepToken": step.token, "candidateText": other})
-            assert ist.error_code(conflict) == "BRIDGE_STEP_CONFLICT", conflict
-            assert conflict["error"]["stage"] == "bridge" and ist.issue_paths(conflict) == ["/stepToken"]
+            with ist.decided("D-BRG-008"):  # seed 000: another text on a used token *may* conflict
+                assert ist.error_code(conflict) == "BRIDGE_STEP_CONFLICT", conflict
+                assert conflict["error"]["stage"] == "bridge" and ist.issue_paths(conflict) == ["/stepToken"]
         if used and used[-1].reply["kind"] == "task":
             # Still active after all of that: its open step takes a candidate.
             final = session.accept(ist.step_of(current, _candidate(data, current, plan)))
@@ -97,7 +99,7 @@ def test_a_refused_candidate_is_not_a_used_step(intentref_target: Any, data: st.
     # spec: R-CAP-013, R-LIF-009 -- after LIMIT_EXCEEDED the same token takes another candidate.
     plan = data.draw(ist.plans("order"), label="plan")
     core = data.draw(ist.core_candidates(), label="core")
-    with ist.Example(intentref_target, requirements=("R-CAP-013",)) as ex:
+    with ist.Example(intentref_target, requirements=("R-CAP-013",)) as ex, ist.decided("D-LIM-003", "D-BRG-009"):
         session = ex.session()
         task = session.prepare(plan.request)
         big = ist.FAULTS["text.oversize"](ist.Subject("core", core, {}), ist.RandomDraw(0)).text
@@ -116,9 +118,11 @@ def test_unknown_tokens_conflict_and_other_sessions_see_nothing(intentref_target
         owner, other = ex.session(), ex.session()
         task = owner.prepare(plan.request)
         stolen = other.accept(ist.step_of(task, text))
-        assert ist.error_code(stolen) == "BRIDGE_JOB_NOT_FOUND", stolen
-        assert ist.error_code(other.cancel({"jobId": task["jobId"]})) == "BRIDGE_JOB_NOT_FOUND"
+        with ist.decided("D-BRG-003"):  # seed 000: jobs are not usable across connections; the code is ours
+            assert ist.error_code(stolen) == "BRIDGE_JOB_NOT_FOUND", stolen
+            assert ist.error_code(other.cancel({"jobId": task["jobId"]})) == "BRIDGE_JOB_NOT_FOUND"
         wrong = owner.accept({"jobId": task["jobId"], "stepToken": bogus, "candidateText": text})
-        assert ist.error_code(wrong) == "BRIDGE_STEP_CONFLICT", wrong
+        with ist.decided("D-BRG-008"):
+            assert ist.error_code(wrong) == "BRIDGE_STEP_CONFLICT", wrong
         reply = owner.accept(ist.step_of(task, text))  # none of that touched the job
     assert reply["kind"] == "task" and reply["stage"] == "data", reply

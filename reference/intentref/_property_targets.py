@@ -21,12 +21,15 @@ import functools
 import json
 import os
 import re
+import sys
 import unittest
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from ._projection import NORMATIVE, REFERENCE, CallContext, classify, is_repair, project, seed_cancel
+from ._strategies_impl import fault_of
 from .conformance.targets import (
     InProcessTarget,
     Reply,
@@ -69,7 +72,99 @@ def make_target(spec: str, era: str = "2026", timeout: float = 30.0) -> Target:
     elif kind == "stdio" and "{config}" not in rest:  # the seeds' CLI takes its instances file as --config FILE
         spec = f"stdio:{rest} --config {{config}}"
     target, release = conformance_target(spec, era, timeout)
-    return target if release == getattr(target, "close", None) else _Released(target, release)
+    made: Target = target if release == getattr(target, "close", None) else _Released(target, release)
+    return _PooledTarget(made) if _connections_are_processes(target) else made
+
+
+def _connections_are_processes(target: Any) -> bool:
+    module = sys.modules.get("intentref.conformance.mcp_targets")  # loaded by whoever made a stdio target
+    return module is not None and isinstance(target, module.StdioTarget)
+
+
+class _PooledTarget:
+    """A target whose every extra connection is a server process (stdio, D-CNF-001), reusing them.
+
+    Properties open second and third sessions in most examples; starting a server for each
+    made the ci profile spend minutes in start-ups.  A session the property closes or
+    releases has the jobs it saw cancelled and waits, connected, for the next example that
+    needs a session (D-CNF-024); the run's own reusable connection is left to the run
+    (D-CNF-002).
+    """
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self.name, self.transport = target.name, target.transport
+
+    def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
+        return self.target.unsupported(bridge_options)
+
+    def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run:
+        return _PooledRun(self.target.open(instances, bridge_options))
+
+    def close(self) -> None:
+        self.target.close()
+
+
+class _PooledRun:
+    def __init__(self, run: Run) -> None:
+        self._run = run
+        self._spare: list[_PooledSession] = []
+
+    def __getattr__(self, name: str) -> Any:  # begin_example and the like, where the run has them
+        return getattr(self._run, name)
+
+    def connect(self) -> Session:
+        if self._spare:
+            return self._spare.pop()
+        session = self._run.connect()
+        if hasattr(session, "release"):  # the run's own connection, kept from case to case already
+            return session
+        return _PooledSession(session, self._spare)
+
+    def close(self) -> None:
+        spare, self._spare = self._spare, []
+        try:
+            for session in spare:
+                with contextlib.suppress(Exception):
+                    session.really_close()
+        finally:
+            self._run.close()
+
+
+class _PooledSession:
+    """A connection of its own; ``close`` ends the jobs it saw and hands the connection back."""
+
+    def __init__(self, session: Session, spare: list[_PooledSession]) -> None:
+        self._session, self._spare = session, spare
+        self._jobs: dict[str, None] = {}  # insertion-ordered set of the jobIds its tasks named
+
+    def _call(self, op: str, request: Any) -> Reply:
+        reply: Reply = getattr(self._session, op)(request)
+        if isinstance(reply.value, dict) and reply.value.get("kind") == "task" and isinstance(reply.value.get("jobId"), str):
+            self._jobs[reply.value["jobId"]] = None
+        return reply
+
+    def prepare(self, request: Any) -> Reply:
+        return self._call("prepare", request)
+
+    def accept(self, request: Any) -> Reply:
+        return self._call("accept", request)
+
+    def cancel(self, request: Any) -> Reply:
+        return self._call("cancel", request)
+
+    def close(self) -> None:
+        try:
+            for job in self._jobs:  # a terminal job only repeats its reply
+                self._session.cancel({"jobId": job})
+        except Exception:  # a broken connection is not handed on
+            self.really_close()
+            return
+        self._jobs.clear()
+        self._spare.append(self)
+
+    def really_close(self) -> None:
+        self._session.close()
 
 
 class _Released:
@@ -319,51 +414,70 @@ def available(target: Any, names: list[str]) -> list[str]:
 
 
 class TokenMap:
-    """Pairs one side's tokens with the other's in order of appearance, under placeholders."""
+    """Pairs one side's tokens with the other's in order of appearance, under placeholders.
+
+    A target's tokens are scoped by the connection that issued them: over stdio every
+    connection is its own Bridge (D-CNF-001), and two Bridges may well issue equal tokens
+    (``job-1`` in each; the token format is a decision, D-BRG-006).  A token named on
+    another connection (a foreign job) is looked up in the connections that issued it,
+    latest first.  The reference's tokens come from one Bridge and need no scope.
+    """
 
     def __init__(self) -> None:
-        self._by_side: dict[str, dict[str, str]] = {"target": {}, "reference": {}}
+        self._placeholder: dict[tuple[str, Any, str], str] = {}  # (side, scope, token) -> placeholder
+        self._scopes: dict[tuple[str, str], list[Any]] = {}  # (side, token) -> scopes that issued it
         self._token_of: dict[tuple[str, str], str] = {}  # (side, placeholder) -> token
         self._count: Counter[str] = Counter()
 
-    def learn(self, member: str, target_token: Any, reference_token: Any) -> None:
+    @staticmethod
+    def _scope(side: str, scope: Any) -> Any:
+        return scope if side == "target" else None
+
+    def learn(self, member: str, target_token: Any, reference_token: Any, scope: Any = None) -> None:
         if not isinstance(target_token, str) or not isinstance(reference_token, str):
             return
-        if target_token in self._by_side["target"] or reference_token in self._by_side["reference"]:
+        if ("target", scope, target_token) in self._placeholder or ("reference", None, reference_token) in self._placeholder:
             return  # an old token on either side: the pairing is already made (or broken)
         self._count[member] += 1
         name = f"<{member}:{self._count[member]}>"
-        self._by_side["target"][target_token] = name
-        self._by_side["reference"][reference_token] = name
-        self._token_of[("target", name)] = target_token
-        self._token_of[("reference", name)] = reference_token
+        for side, token in (("target", target_token), ("reference", reference_token)):
+            where = self._scope(side, scope)
+            self._placeholder[(side, where, token)] = name
+            self._scopes.setdefault((side, token), []).append(where)
+            self._token_of[(side, name)] = token
 
-    def learn_replies(self, target_reply: Any, reference_reply: Any) -> None:
+    def learn_replies(self, target_reply: Any, reference_reply: Any, scope: Any = None) -> None:
         if isinstance(target_reply, dict) and isinstance(reference_reply, dict):
             for member in TOKEN_MEMBERS:
-                self.learn(member, target_reply.get(member), reference_reply.get(member))
+                self.learn(member, target_reply.get(member), reference_reply.get(member), scope)
 
-    def placeholder(self, side: str, token: Any) -> str | None:
-        return self._by_side[side].get(token) if isinstance(token, str) else None
+    def placeholder(self, side: str, token: Any, scope: Any = None) -> str | None:
+        if not isinstance(token, str):
+            return None
+        own = self._placeholder.get((side, self._scope(side, scope), token))
+        if own is not None:
+            return own
+        issued = self._scopes.get((side, token))  # issued on another connection: a foreign token
+        return self._placeholder[(side, issued[-1], token)] if issued else None
 
-    def translate(self, args: Any, source: str, dest: str) -> Any:
+    def translate(self, args: Any, source: str, dest: str, scope: Any = None) -> Any:
         """``args`` with the token members of ``source`` replaced by ``dest``'s paired tokens."""
         if not isinstance(args, dict):
             return args
         out = dict(args)
         for member in TOKEN_MEMBERS:
-            name = self.placeholder(source, out.get(member))
+            name = self.placeholder(source, out.get(member), scope)
             if name is not None:
                 out[member] = self._token_of[(dest, name)]
         return out
 
-    def normalize(self, reply: Any, side: str) -> Any:
+    def normalize(self, reply: Any, side: str, scope: Any = None) -> Any:
         if not isinstance(reply, dict):
             return reply
         out = dict(reply)
         for member in TOKEN_MEMBERS:
             if isinstance(out.get(member), str):
-                out[member] = self.placeholder(side, out[member]) or "<unpaired>"
+                out[member] = self.placeholder(side, out[member], scope) or "<unpaired>"
         return out
 
 
@@ -422,47 +536,70 @@ class Call:
 class Divergence(AssertionError):
     """The target answered differently from the reference; the message holds a conformance case.
 
-    The case is built when first asked for: a long campaign may meet thousands of these.
+    Only the normative projection is compared (``intentref._projection``, D-CNF-020);
+    ``level`` says whether the difference breaks a seed rule (``normative``) or rests on
+    reference ``decisions`` (D-CNF-021).  The case is built when first asked for: a long
+    campaign may meet thousands of these.
     """
 
-    def __init__(self, op: str, where: list[str], run: DifferentialRun) -> None:
+    def __init__(self, op: str, where: list[str], run: DifferentialRun, level: str = NORMATIVE,
+                 decisions: tuple[str, ...] = (), same_as: int | None = None) -> None:  # fmt: skip
         super().__init__(op)
-        self.op, self.where = op, where
-        self._calls, self._run = list(run.calls), run
+        self.op, self.where, self.level, self.decisions = op, where, level, decisions
+        self._calls, self._run, self._same_as = list(run.calls), run, same_as
         self._case: dict[str, Any] | None = None
 
     @property
     def case(self) -> dict[str, Any]:
         if self._case is None:
             run = self._run
-            self._case = case_from_calls(self._calls, run.instances, run.options, run.requirements)
+            self._case = case_from_calls(self._calls, run.instances, run.options, run.requirements, level=self.level,
+                                         decisions=self.decisions, same_as=self._same_as, projected=True)  # fmt: skip
         return self._case
 
     def __str__(self) -> str:
         seed = os.environ.get("INTENTREF_HYPOTHESIS_SEED")
-        lines = [f"the target's {self.op} reply differs from the reference's (tokens compared as placeholders):"]
+        what = ("breaks a seed rule" if self.level == NORMATIVE
+                else f"decided differently ({', '.join(self.decisions)})")  # fmt: skip
+        lines = [f"the target's {self.op} reply differs from the reference's in the normative projection: "
+                 f"{self.level} divergence, {what}:"]  # fmt: skip
         lines += [f"  {w}" for w in self.where[:20]]
         lines.append(f"hypothesis seed: {seed}" if seed else "hypothesis seed: not pinned (run with --hypothesis-seed N)")
-        lines.append("conformance case (the reference's reply as the exact expectation; give it an id of its file's area):")
+        lines.append("conformance case (give it an id of its file's area):")
         lines.append(json.dumps(self.case, ensure_ascii=True, indent=1))
         return "\n".join(lines)
 
 
 class DifferentialSession:
-    def __init__(self, run: DifferentialRun, name: str, target: Session, reference: Session) -> None:
+    def __init__(self, run: DifferentialRun, name: str, target: Session, reference: Session, scope: int = 0) -> None:
         self._run, self.name, self._target, self._reference = run, name, target, reference
+        self.scope = scope  # this connection's own token space (TokenMap)
 
     def _call(self, op: str, request: Any) -> Reply:
-        tokens = self._run.tokens
-        reference_args = tokens.translate(request, "target", "reference")
+        run = self._run
+        tokens = run.tokens
+        scope = self.scope
+        reference_args = tokens.translate(request, "target", "reference", scope)
         theirs: Reply = getattr(self._target, op)(request)
         ours: Reply = getattr(self._reference, op)(reference_args)
-        tokens.learn_replies(theirs.value, ours.value)
-        self._run.calls.append(Call(self.name, op, reference_args, ours.value))
-        where = differences(tokens.normalize(ours.value, "reference"), tokens.normalize(theirs.value, "target"))
+        tokens.learn_replies(theirs.value, ours.value, scope)
+        run.calls.append(Call(self.name, op, reference_args, ours.value))
+        context = run.context_of(self.name, op, reference_args, ours.value)
+        where = differences(project(tokens.normalize(ours.value, "reference")),
+                            project(tokens.normalize(theirs.value, "target", scope)))  # fmt: skip
         if where:
+            level, decisions = classify(context, ours.value, theirs.value)
             STATS["divergences"] += 1
-            raise Divergence(op, where, self._run)
+            STATS[f"divergences.{level}"] += 1
+            raise Divergence(op, where, run, level, decisions)
+        first = run.first_answer(self.name, op, reference_args, theirs)
+        if first is not None:  # a replay: the target's own first answer again, to the byte (D-BRG-007)
+            index, earlier = first
+            drift = _replay_drift(earlier, theirs)
+            if drift:
+                STATS["divergences"] += 1
+                STATS[f"divergences.{REFERENCE}"] += 1
+                raise Divergence(op, drift, run, REFERENCE, ("D-BRG-007",), same_as=index)
         return theirs
 
     def prepare(self, request: Any) -> Reply:
@@ -496,26 +633,85 @@ class DifferentialRun:
         self.calls: list[Call] = []
         self.requirements: tuple[str, ...] = ()
         self._sessions = 0
+        self._connections = 0
+        self._instance_of: dict[str, str] = {}  # the reference's jobId -> its instance's name
+        # (session, jobId, stepToken, text) of each accept -> (its step in ``calls``, the target's reply)
+        self._answered: dict[tuple[str, str, str, str], tuple[int, Reply]] = {}
+
+    def context_of(self, session: str, op: str, args: Any, reply: Any) -> CallContext:
+        """What decides the level of a difference in this call (``_projection.classify``)."""
+        if not isinstance(args, dict):
+            return CallContext(op)
+        if op == "prepare" and isinstance(reply, dict) and isinstance(reply.get("jobId"), str):
+            self._instance_of[reply["jobId"]] = str(args.get("instance"))
+        config = self.instances.get(self._instance_of.get(str(args.get("jobId")), ""), {})
+        text = args.get("candidateText")
+        return CallContext(op, seed_cancel=op == "cancel" and seed_cancel(args, reply),
+                           replay=_accept_key(session, op, args) in self._answered,
+                           fault=fault_of(text) if isinstance(text, str) else None,
+                           repair_attempts=config.get("repairAttempts") if isinstance(config, dict) else None)  # fmt: skip
+
+    def first_answer(self, session: str, op: str, args: Any, reply: Reply) -> tuple[int, Reply] | None:
+        """The first answer to this accept when it is a replay; otherwise remember this one."""
+        key = _accept_key(session, op, args)
+        if key is None:
+            return None
+        if key in self._answered:
+            return self._answered[key]
+        if isinstance(reply.value, dict) and not _is_rejection(reply.value):
+            # A copy: the caller owns the reply it was handed.
+            self._answered[key] = (len(self.calls) - 1, Reply(json.loads(canonical(reply.value)), reply.text))
+        return None
 
     def begin_example(self, requirements: tuple[str, ...] = ()) -> None:
         """Start a new log: a divergence reports only the calls of its own example."""
         self.calls = []
         self.requirements = requirements
         self._sessions = 0
+        self._answered.clear()  # step numbers refer to ``calls``, which start again
 
     def connect(self) -> Session:
         self._sessions += 1
         name = "main" if self._sessions == 1 else f"s{self._sessions}"
-        return DifferentialSession(self, name, self._target.connect(), self._reference.connect())
+        self._connections += 1  # never reset: a token scope per connection of the run's whole life
+        return DifferentialSession(self, name, self._target.connect(), self._reference.connect(), self._connections)
 
     def case(self) -> dict[str, Any]:
-        return case_from_calls(self.calls, self.instances, self.options, self.requirements)
+        """This example's calls as a normative case expecting the reference's projection (D-CNF-020)."""
+        return case_from_calls(self.calls, self.instances, self.options, self.requirements, level=NORMATIVE,
+                               decisions=(), projected=True)  # fmt: skip
 
     def close(self) -> None:
         try:
             self._target.close()
         finally:
             self._reference.close()
+
+
+# Rejections are not used steps (D-BRG-009, D-BRG-008): their text may be sent again and judged.
+_NOT_A_STEP: Final = ("LIMIT_EXCEEDED", "BRIDGE_STEP_CONFLICT", "BRIDGE_JOB_NOT_FOUND", "INPUT_INVALID")
+
+
+def _accept_key(session: str, op: str, args: Any) -> tuple[str, str, str, str] | None:
+    if op != "accept" or not isinstance(args, dict):
+        return None
+    values = (args.get("jobId"), args.get("stepToken"), args.get("candidateText"))
+    if not all(isinstance(v, str) for v in values):
+        return None
+    return (session, str(values[0]), str(values[1]), str(values[2]))
+
+
+def _is_rejection(reply: dict[str, Any]) -> bool:
+    error = reply.get("error") if reply.get("kind") == "error" else None
+    return isinstance(error, dict) and error.get("code") in _NOT_A_STEP
+
+
+def _replay_drift(first: Reply, again: Reply) -> list[str]:
+    """How a replay differs from the first answer: value, then the text where both carry one."""
+    where = [f"replay {w}" for w in differences(first.value, again.value)]
+    if not where and first.text is not None and again.text is not None and first.text != again.text:
+        where.append(f"replay: the same reply in other bytes: {_short(first.text)} then {_short(again.text)}")
+    return where
 
 
 class DifferentialTarget:
@@ -607,18 +803,30 @@ def candidate_spec(text: str) -> Any:
 
 
 def case_from_calls(calls: list[Call], instances: dict[str, Any], options: dict[str, Any],
-                    requirements: tuple[str, ...] = ()) -> dict[str, Any]:  # fmt: skip
-    """The calls as a conformance case: $reply for tokens, the reference's replies as expectations."""
+                    requirements: tuple[str, ...] = (), level: str = REFERENCE, decisions: tuple[str, ...] = ("D-ERR-006",),
+                    same_as: int | None = None, projected: bool = False) -> dict[str, Any]:  # fmt: skip
+    """The calls as a conformance case of ``level``: $reply for tokens, the reference's replies as expectations.
+
+    ``projected`` (what a divergence writes): every expectation is the normative projection
+    of the reference's reply (D-CNF-020): a task's stage and repair flag, a result exactly,
+    an error's code and stage.  Otherwise (fuzz session cases) the reference's replies are
+    expected exactly, a reference case of the wording decisions.  ``same_as`` (a replay
+    that drifted) makes the last step expect ``$sameAs`` that earlier step.
+    """
+    expectation = _expectation if projected else _exact_expectation
     first_seen: dict[str, tuple[int, str]] = {}
     steps: list[dict[str, Any]] = []
     used: list[str] = []
+    judged = False  # did a step show a repair or a refused candidate (what repairAttempts decides)?
     for index, call in enumerate(calls):
         step: dict[str, Any] = {"op": call.op}
         if call.session != "main":
             step["session"] = call.session
         if call.op != "close":
             step["args"] = _args_spec(call.args, first_seen)
-            step["expect"] = _expectation(call.reply, first_seen)
+            last = index == len(calls) - 1
+            step["expect"] = {"$sameAs": same_as} if last and same_as is not None else expectation(call.reply, first_seen)
+            judged = judged or _judged(call.reply)
             name = call.args.get("instance") if isinstance(call.args, dict) else None
             if isinstance(name, str) and name in instances and name not in used:
                 used.append(name)
@@ -627,21 +835,44 @@ def case_from_calls(calls: list[Call], instances: dict[str, Any], options: dict[
             for member in TOKEN_MEMBERS:
                 if isinstance(call.reply.get(member), str):
                     first_seen.setdefault(call.reply[member], (index, "/" + member))
+    normative = level == NORMATIVE
     case: dict[str, Any] = {
         "id": "NEW-0001",
-        "description": "Found by intentref properties: the target's reply differed from the reference's at the last step.",
+        "description": ("Found by intentref properties: the target's reply broke a seed rule at the last step."
+                        if normative else
+                        "Found by intentref properties: the target decided differently from the reference "
+                        "at the last step."),
         "requirements": list(requirements) or ["R-BRG-006"],
-        "level": "reference",
-        "decisions": ["D-ERR-006"],
+        "level": level,
         "instances": used,
         "steps": steps,
-    }
+    }  # fmt: skip
+    if not normative:
+        case["decisions"] = list(decisions)
     if options:
         case["bridge"] = dict(options)
     standard = _standard_instances()
-    if any(name not in standard or standard[name] != instances.get(name) for name in used):
-        case["setup"] = {"instances": {name: instances[name] for name in used}}
+    setup = {name: _seed_configuration(instances[name], normative and not judged) for name in used}
+    if any(name not in standard or standard[name] != setup[name] for name in used):
+        case["setup"] = {"instances": setup}
     return case
+
+
+def _judged(reply: Any) -> bool:
+    if not isinstance(reply, dict):
+        return False
+    if reply.get("kind") == "task":
+        return is_repair(reply)
+    error = reply.get("error") if reply.get("kind") == "error" else None
+    return isinstance(error, dict) and error.get("code") in ("MODEL_OUTPUT_INVALID", "DATA_EXTRACTION_FAILED")
+
+
+def _seed_configuration(config: Any, drop_repairs: bool) -> Any:
+    """``config``, without ``repairAttempts`` when no step depends on it: a normative case must
+    not need a member only the reference decided to take (D-CFG-001)."""
+    if drop_repairs and isinstance(config, dict) and "repairAttempts" in config:
+        return {k: v for k, v in config.items() if k != "repairAttempts"}
+    return config
 
 
 @functools.cache
@@ -683,7 +914,8 @@ def _value_spec(value: Any) -> Any:
     return value
 
 
-def _expectation(reply: Any, first_seen: dict[str, tuple[int, str]]) -> Any:
+def _exact_expectation(reply: Any, first_seen: dict[str, tuple[int, str]]) -> Any:
+    """The reference's ``reply`` exactly, its tokens as ``$reply`` references or ``$fresh``."""
     if not isinstance(reply, dict):
         return reply
     out = dict(reply)
@@ -696,6 +928,27 @@ def _expectation(reply: Any, first_seen: dict[str, tuple[int, str]]) -> Any:
             else:
                 out[member] = {"$fresh": True}
     return out
+
+
+def _expectation(reply: Any, first_seen: dict[str, tuple[int, str]]) -> Any:
+    """A matcher for the normative projection of the reference's ``reply`` (D-CNF-020)."""
+    if not isinstance(reply, dict):
+        return reply
+    kind = reply.get("kind")
+    if kind == "task":
+        task: dict[str, Any] = {"stage": reply.get("stage")}
+        for member in TOKEN_MEMBERS:
+            token = reply.get(member)
+            if isinstance(token, str):
+                step, pointer = first_seen.get(token, (-1, ""))
+                task[member] = {"$reply": step, "pointer": pointer} if step >= 0 else {"$fresh": True}
+        repair = {"$type": ["object", "array", "string", "number", "boolean"]} if is_repair(reply) else {"$absent": True}
+        task["payload"] = {"$jsonText": {"$subset": {"repair": repair}}}
+        task["expiresAt"] = {"$type": "string"} if "expiresAt" in reply else {"$absent": True}  # seed 000: none by default
+        return {"$task": task}
+    if kind == "error" and isinstance(reply.get("error"), dict):
+        return {"$error": {"code": reply["error"].get("code"), "stage": reply["error"].get("stage")}}
+    return {"kind": kind, "result": reply.get("result")} if kind == "result" else reply
 
 
 @dataclass

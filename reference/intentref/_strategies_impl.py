@@ -597,7 +597,27 @@ class Fault:
     def __call__(self, subject: Subject, d: Draw) -> Broken:
         if not self.applies(subject):
             raise ValueError(f"fault {self.name} does not apply to this {subject.stage} candidate")
-        return self.make(subject, d)
+        broken = self.make(subject, d)
+        _remember(broken.text, self.name)
+        return broken
+
+
+# The fault each recently generated broken text was made with, so a differential check can
+# tell a verdict the seeds fix from one the reference decided (intentref._projection).
+# Bounded: a long campaign generates millions; a divergence is judged right after its call.
+_RECENT_FAULTS: Final = 4096
+_FAULT_OF: dict[str, str] = {}
+
+
+def _remember(text: str, name: str) -> None:
+    if len(_FAULT_OF) >= _RECENT_FAULTS:
+        del _FAULT_OF[next(iter(_FAULT_OF))]
+    _FAULT_OF[text] = name
+
+
+def fault_of(text: str) -> str | None:
+    """The named fault ``text`` was generated with, if it was generated here recently."""
+    return _FAULT_OF.get(text)
 
 
 FAULTS: dict[str, Fault] = {}

@@ -40,10 +40,16 @@ from .limits import (
     MAX_CANCEL_DETAIL_BYTES,
     MAX_OPTION_VALUE,
     utf8_length,
+    well_formed,
 )
 
 Reply = dict[str, Any]
 Clock = Callable[[], float]
+
+# An unknown instance's message quotes the name given and the configured ones, bounded: the
+# name is the caller's text (any length), and a Bridge may hold many instances.
+MAX_QUOTED_NAME: Final = 64  # characters of a quoted name, then "…"
+MAX_NAMED_INSTANCES: Final = 10  # configured instances named, then how many more
 
 # spec: R-CAP-001 -- the BridgeConfig members; anything else is refused (D-BRG-014).
 CAPACITY_OPTIONS: Final = ("maxJobs", "maxReplayEntries", "maxReplayBytes")
@@ -229,6 +235,21 @@ def _read_members(request: Any, allowed: tuple[str, ...]) -> Mapping[str, Any]:
         # The pointer names the member; the message does not repeat it (it may be huge).
         raise _bridge_input_error("/" + jsonpointer.escape_token(unknown[0]), "unknown request member.")
     return request
+
+
+def _quoted(name: str) -> str:
+    shown = well_formed(name)
+    return json.dumps(shown if len(shown) <= MAX_QUOTED_NAME else shown[:MAX_QUOTED_NAME] + "…", ensure_ascii=False)
+
+
+def unknown_instance_message(name: str, instances: Mapping[str, Any]) -> str:
+    """D-ERR-003's message: the name given and the configured ones, in one fixed-form sentence."""
+    configured = sorted(instances)
+    named = ", ".join(_quoted(n) for n in configured[:MAX_NAMED_INSTANCES])
+    if len(configured) > MAX_NAMED_INSTANCES:
+        named += f" and {len(configured) - MAX_NAMED_INSTANCES} more"
+    held = f"the configured instances are {named}" if configured else "the Bridge holds no instances"
+    return f"instance {_quoted(name)} is not configured; {held}."
 
 
 def _required_text(request: Mapping[str, Any], name: str) -> str:
@@ -551,7 +572,7 @@ class BridgeSession:
         name = _required_text(request, "instance")  # spec: R-BRG-018
         intent = self._store.options.instances.get(name)
         if intent is None:
-            message = "instance does not name one of the Bridge's instances."
+            message = unknown_instance_message(name, self._store.options.instances)
             raise error("BRIDGE_INSTANCE_NOT_FOUND", "bridge", message,
                         [self_issue("BRIDGE_INSTANCE_NOT_FOUND", "/instance", message)])  # fmt: skip
         # D-BRG-002: the rest is a parse request, judged exactly as Intent.parse judges it

@@ -1,4 +1,4 @@
-"""The ``intentref`` command: one entry point, a subcommand per job.
+"""The intentref command: one entry point, a subcommand per job.
 
 Subcommands import their machinery lazily so that ``intentref --help`` stays instant
 and the core never depends on the MCP SDK or the terminal UI.
@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
+import re
 import sys
 from collections.abc import Sequence
+from typing import Final
 
 
 def _schemas(args: argparse.Namespace) -> int:
@@ -39,8 +41,19 @@ def _bench(args: argparse.Namespace) -> int:
     return bench_main(smoke=args.smoke, only=args.only)
 
 
+_LITERAL: Final = re.compile(r"``(.*?)``")
+
+
+def plain(text: str | None) -> str | None:
+    """A docstring line as --help shows it: reST literals (````x````) without their markup."""
+    return None if text is None else _LITERAL.sub(r"\1", text)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="intentref", description=__doc__.splitlines()[0] if __doc__ else None)
+    from . import __version__
+
+    parser = argparse.ArgumentParser(prog="intentref", description=plain(__doc__.splitlines()[0] if __doc__ else None))
+    parser.add_argument("--version", action="version", version=f"intentref {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("schemas", help="write (or --check) the JSON Schemas of every wire type")
@@ -61,13 +74,16 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_parser(sub)
 
     from .conformance import cli as conformance_cli  # argparse only; the runner loads when run
-    from .conformance import levels
+    from .conformance import levels, matrix
 
     levels.add_parser(sub)
+    matrix.add_parser(sub)
 
     p = sub.add_parser("conformance", help="run the conformance suite against a target",
                        description=conformance_cli.__doc__.splitlines()[0] if conformance_cli.__doc__ else None)  # fmt: skip
     conformance_cli.add_arguments(p)
+    for subparser in sub.choices.values():  # each module's own description, as plain text
+        subparser.description = plain(subparser.description)
     return parser
 
 

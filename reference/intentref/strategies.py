@@ -40,6 +40,7 @@ from typing import Any, TypeVar
 from hypothesis import strategies as st
 
 from . import _strategies_impl as _impl
+from ._projection import FAULT_DECISIONS, DecidedAssertion, decided, failure_level, project
 from ._property_targets import (
     STATS,
     DifferentialTarget,
@@ -87,12 +88,14 @@ T = TypeVar("T")
 __all__ = [
     "DEEP_NESTING",
     "FAULTS",
+    "FAULT_DECISIONS",
     "LONE_SURROGATES",
     "MCP_DEFECTS",
     "REPLY_DEFECTS",
     "SPECIAL_KEYS",
     "STATS",
     "Broken",
+    "DecidedAssertion",
     "DifferentialTarget",
     "Divergence",
     "Example",
@@ -117,7 +120,9 @@ __all__ = [
     "contexts",
     "core_candidates",
     "data_candidates",
+    "decided",
     "error_code",
+    "failure_level",
     "faults_for",
     "generated_instances",
     "is_bridge_reply",
@@ -130,6 +135,7 @@ __all__ = [
     "payload_sources",
     "plans",
     "pointer_tokens",
+    "project",
     "requests",
     "schema_paths",
     "schemas",

@@ -3,7 +3,9 @@
 Each fault of ``intentref.conformance.faulty`` breaks exactly one rule.  The whole fixture
 suite runs against each (for the MCP envelope fault: every case that checks an envelope,
 the only place it can show); a fault that no case catches is a gap in the fixtures, and
-the failure message says what case would catch it.  The unmodified reference (in-process,
+the failure message says what case would catch it.  A fault that breaks a rule the seeds
+themselves state (its ``seed_rule``) must fail a *normative* case, so that ``--level
+normative`` catches it too (D-CNF-033).  The unmodified reference (in-process,
 and behind the MCP model that the envelope fault uses) must pass every case it supports,
 or "caught" would mean nothing.
 
@@ -26,6 +28,7 @@ import pytest
 
 from intentref.conformance.faulty import FAULTS, MCP_MODEL, REFERENCE, faulty_target, run_named, target_named
 from intentref.conformance.fixtures import Case, load_cases
+from intentref.conformance.recall import recall_from, stdio_blind_spots
 from intentref.conformance.runner import execute
 from intentref.conformance.script import ERRORED, FAILED, PASSED, UNSUPPORTED, CaseOutcome
 
@@ -116,12 +119,18 @@ def test_only_the_envelope_cases_are_unsupported_in_process(
 
 @pytest.mark.parametrize("fault", sorted(FAULTS))
 def test_the_suite_catches_the_fault(
-    fault: str, outcomes: dict[str, Outcomes], record_property: pytest.RecordProperty
+    fault: str, cases: list[Case], outcomes: dict[str, Outcomes], record_property: pytest.RecordProperty
 ) -> None:
     broken, baseline = outcomes[fault], outcomes[_baseline(fault)]
     crashed = [broken[i] for i in _ids(broken.values(), ERRORED)]
     assert not crashed, "a fault wrapper must break a rule, not the target:\n" + "\n".join(
         map(_explain, crashed)
+    )
+    # A fault must not hide from a case by making it unsupported (a failed capability
+    # probe would, D-CNF-030): it is asked every case its baseline is asked.
+    hidden = sorted(set(_ids(broken.values(), UNSUPPORTED)) - set(_ids(baseline.values(), UNSUPPORTED)))
+    assert not hidden, f"the fault {fault} is not asked {len(hidden)} case(s): " + ", ".join(
+        _explain(broken[i]) for i in hidden[:3]
     )
     # A case the baseline already fails catches nothing: only new failures count.
     caught = [i for i in _ids(broken.values(), FAILED) if baseline[i].outcome == PASSED]
@@ -133,6 +142,13 @@ def test_the_suite_catches_the_fault(
         f"GAP: no fixture case catches the fault {fault!r} ({cls.breaks}).\n"
         f"A case that would catch it: {cls.catch_with}.\n"
         f"test_probe_separates_fault_from_reference[{fault}] holds one in the fixture language."
+    )
+    # D-CNF-033: a fault the seeds themselves rule out must fail a normative case.
+    levels = {c.id: c.level for c in cases}
+    normative = [i for i in caught if levels[i] == "normative"]
+    assert normative or cls.seed_rule is None, (
+        f"GAP at --level normative: {fault!r} breaks a seed rule ({cls.seed_rule}) but only reference "
+        f"cases catch it ({' '.join(caught[:10])}). A normative case that would: {cls.catch_with}."
     )
 
 
@@ -257,7 +273,15 @@ PROBES: dict[str, list[dict[str, Any]]] = {
         _accept(_QUERY_CORE, {"$subset": {"kind": "result"}}),
         _accept({**_QUERY_CORE, "primaryIntent": "查询订单"}, {"$error": {"code": "BRIDGE_STEP_CONFLICT"}}),
     ],
+    "reclaimed_cancel_conflict": [
+        _prepare(),
+        {"op": "cancel", "args": {"jobId": _JOB0["jobId"]}, "expect": {"$error": {"code": "MODEL_ABORTED"}}},
+        _prepare(),  # maxReplayEntries 1 (PROBE_BRIDGE): the first job's record is reclaimed
+        {"op": "cancel", "args": {"jobId": _JOB0["jobId"]}, "expect": {"$error": {"code": "BRIDGE_JOB_NOT_FOUND"}}},
+    ],
 }
+# Bridge options a probe needs to show its fault.
+PROBE_BRIDGE: dict[str, dict[str, Any]] = {"reclaimed_cancel_conflict": {"maxReplayEntries": 1}}
 
 
 def _probe(fault: str) -> Case:
@@ -270,6 +294,8 @@ def _probe(fault: str) -> Case:
     }
     if FAULTS[fault].envelope_only:
         data["transport"] = "mcp"
+    if fault in PROBE_BRIDGE:
+        data["bridge"] = PROBE_BRIDGE[fault]
     return Case("PRB", "probes", data)
 
 
@@ -296,3 +322,32 @@ def test_probes_are_valid_fixture_cases() -> None:
     for i, case in enumerate(document["cases"]):
         case["id"] = f"PRB-{i + 1:04d}"
     jsonschema.Draft202012Validator(fixture_schema()).validate(json.loads(json.dumps(document)))
+
+
+# --------------------------------------------------------------------------- recall (D-CNF-033)
+
+
+def test_recall_counts_every_seed_breaking_fault_as_caught(cases: list[Case], outcomes: dict[str, Outcomes]) -> None:
+    table = recall_from(outcomes, cases)
+    print(table.text())
+    assert [row.fault for row in table.rows] == list(FAULTS)
+    assert table.breaking, "no fault claims to break a seed rule: the recall would be vacuous"
+    assert not table.missed, table.text()
+    assert table.recall == 1.0
+    # The figures are the outcomes' own: each row's normative cases failed on the fault.
+    for row in table.rows:
+        assert all(outcomes[row.fault][i].outcome == FAILED for i in row.normative + row.reference)
+    # A fault that only departs from a MAY is caught, at reference level only.
+    replay = next(row for row in table.rows if row.fault == "replay_new_token")
+    assert replay.seed_rule is None and replay.reference and not replay.normative
+
+
+def test_the_reclaimed_cancel_fault_is_the_stdio_blind_spot(cases: list[Case], outcomes: dict[str, Outcomes]) -> None:
+    # Seed 000: a reclaimed job's cancel returns BRIDGE_JOB_NOT_FOUND.  Reclamation needs
+    # Bridge options, which a server taking instances only cannot be given (D-CNF-032).
+    row = next(row for row in recall_from(outcomes, cases).rows if row.fault == "reclaimed_cancel_conflict")
+    assert row.normative and not row.stdio_floor
+    assert "R-CAN-009" in stdio_blind_spots(cases)
+    # Faults in what every reply carries are seen on the floor too.
+    ids = next(row for row in recall_from(outcomes, cases).rows if row.fault == "ids_from_zero")
+    assert ids.stdio_floor

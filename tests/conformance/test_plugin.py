@@ -97,3 +97,12 @@ def test_project_supplies_its_own_target_fixture(tmp_path: Path) -> None:
     assert f"{case.id} failed at step {outcome.failed_step}" in result.stdout
     for mismatch in outcome.mismatches:
         assert mismatch.split(": ")[0] in result.stdout
+
+
+def test_plugin_stops_the_session_when_the_target_cannot_start(tmp_path: Path) -> None:
+    # D-CNF-013: one line and status 3, not one error per case.
+    result = pytest_in(tmp_path, "-p", "intentref.conformance.pytest_plugin", "--intentref-target",
+                       "stdio:no-such-command-here --config {config}", "-q", autoload=False)  # fmt: skip
+    assert result.returncode == 3, result.stdout[-2000:]
+    assert "intentref: the target cannot start: cannot run 'no-such-command-here'" in result.stdout + result.stderr
+    assert "errors" not in result.stdout.splitlines()[-1]

@@ -119,3 +119,109 @@ def test_check_agrees_with_the_bridge_on_fuzz_cases(tmp_path: pathlib.Path) -> N
         if reply["kind"] == "task":
             reply["jobId"], reply["stepToken"] = expected["jobId"], expected["stepToken"]
         assert reply == expected, path.name
+
+
+# --------------------------------------------------------------------------- file and argument problems
+
+
+def _err_line(capsys: pytest.CaptureFixture[str]) -> str:
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in captured.err, captured.err
+    assert captured.out == ""
+    return lines[0]
+
+
+def test_a_candidate_file_that_does_not_exist_is_one_line_and_status_2(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    core, _ = _tasks()
+    (tmp_path / "task.json").write_text(json.dumps(core, ensure_ascii=False), "utf-8")
+    status = cli.main(["check", str(tmp_path / "task.json"), str(tmp_path / "missing.txt")])
+    assert status == 2
+    assert _err_line(capsys) == f"intentref check: {tmp_path / 'missing.txt'}: cannot read it (No such file or directory)"
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (None, "cannot read it (No such file or directory)"),
+        (b"{not json", "not JSON (Expecting property name enclosed in double quotes: line 1 column 2 (char 1))"),
+        (b'"\xff"', "not UTF-8 text"),
+    ],
+)
+def test_a_task_file_that_cannot_be_read_is_one_line_and_status_2(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str], content: bytes | None, problem: str
+) -> None:
+    path = tmp_path / "task.json"
+    if content is not None:
+        path.write_bytes(content)
+    (tmp_path / "c.txt").write_text("{}", "utf-8")
+    assert cli.main(["check", str(path), str(tmp_path / "c.txt")]) == 2
+    assert _err_line(capsys) == f"intentref check: {path}: {problem}"
+
+
+def test_a_task_whose_payload_cannot_be_rebuilt_is_status_2(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    core, _ = _tasks()
+    (tmp_path / "task.json").write_text(json.dumps({**core, "payload": "{}"}), "utf-8")
+    (tmp_path / "c.txt").write_text(dumps(ORDER_CORE), "utf-8")
+    assert cli.main(["check", str(tmp_path / "task.json"), str(tmp_path / "c.txt")]) == 2
+    assert "the task's payload cannot be rebuilt (KeyError" in _err_line(capsys)
+
+
+def test_a_task_without_a_candidate_is_status_2(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    core, _ = _tasks()
+    (tmp_path / "task.json").write_text(json.dumps(core, ensure_ascii=False), "utf-8")
+    assert cli.main(["check", str(tmp_path / "task.json")]) == 2
+    assert "only a fuzz case carries its own" in _err_line(capsys)
+
+
+def test_repair_attempts_outside_what_an_instance_allows_is_a_usage_error(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["check", str(tmp_path / "t.json"), "-", "--repair-attempts", "9"])
+    assert exited.value.code == 2
+    assert "must be from 0 to 8" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- fuzz cases as input
+
+
+def _fuzz_cases(tmp_path: pathlib.Path) -> list[tuple[pathlib.Path, dict[str, Any]]]:
+    assert cli.main(["fuzz", "--seed", "4", "--count", "60", "--out", str(tmp_path), "--kind", "candidates"]) == 0
+    paths = sorted((tmp_path / "candidates").glob("*.json"))
+    return [(path, json.loads(path.read_text("utf-8"))) for path in paths]
+
+
+def test_a_fuzz_case_is_judged_with_its_own_instance_and_candidate(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The cases where the instance's repairAttempts (0) changes the verdict: the default (1)
+    # would answer a repair task where the case's Bridge answered an error.
+    cases = _fuzz_cases(tmp_path)
+    telling = [(path, case) for path, case in cases
+               if case["instances"][case["instance"]].get("repairAttempts", 1) == 0
+               and "repair" not in json.loads(case["task"]["payload"]) and case["reply"]["kind"] == "error"
+               and case["reply"]["error"]["code"] == "MODEL_OUTPUT_INVALID"]  # fmt: skip
+    assert telling, "seed 4 must give a MODEL_OUTPUT_INVALID case on an instance without repairs"
+    for path, case in telling:
+        capsys.readouterr()
+        status = cli.main(["check", str(path)])  # no CANDIDATE: the case's own
+        captured = capsys.readouterr()
+        assert status == 1, captured.err
+        assert well_formed_json(json.loads(captured.out)) == case["reply"], path.name
+        assert "note: this reply agrees with the case's expected" in captured.err
+
+
+def test_every_fuzz_case_agrees_with_itself_through_the_command(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for path, _ in _fuzz_cases(tmp_path):
+        capsys.readouterr()
+        status = cli.main(["check", str(path)])
+        captured = capsys.readouterr()
+        reply = json.loads(captured.out)
+        assert status == (1 if reply["kind"] == "error" else 0)
+        assert "differs from" not in captured.err, (path.name, captured.err)
+        assert "note: " in captured.err

@@ -41,6 +41,8 @@ def test_the_properties_pass_over_stdio(runs: Any) -> None:
     figures = json.loads((folder / "stdio.json").read_text("utf-8"))
     _clean(figures)
     assert figures["target"] == "stdio:reference"
+    # stdout is a pipe here: one line per property as it ends, and campaign lines (D-CNF-023).
+    assert out.count("::test_") >= 40 and "campaign: 100/100 calls" in out
 
 
 def test_a_different_reason_order_is_caught_and_written_as_a_case(runs: Any) -> None:
@@ -54,7 +56,9 @@ def test_a_different_reason_order_is_caught_and_written_as_a_case(runs: Any) -> 
     reference = InProcessTarget().open(ist.catalog_instances(), {})
     broken = faulty.faulty_target("reason_order").open(ist.catalog_instances(), {})
     try:
-        assert run_case(case, reference, "in-process").outcome == PASSED  # the reference's reply, exactly
+        assert run_case(case, reference, "in-process").outcome == PASSED  # the reference's projection
+        assert case["level"] == "normative"  # spec: D-CNF-021 -- R-RES-039's order is the seeds'
+
         assert run_case(case, broken, "in-process").outcome == FAILED
     finally:
         reference.close()
@@ -89,7 +93,11 @@ def test_a_differential_log_becomes_a_passing_case() -> None:
     case = {**run.case(), "id": "BRG-9999"}
     jsonschema.Draft202012Validator(fixture_schema()).validate({"area": "BRG", "title": "t", "cases": [case]})
     assert case["steps"][1]["args"]["stepToken"] == {"$reply": 0, "pointer": "/stepToken"}
-    assert case["steps"][2]["expect"]["stepToken"] == {"$reply": 1, "pointer": "/stepToken"}
+    # spec: D-CNF-020 -- expectations are the projection: the repair task's stage, flag and tokens.
+    assert case["steps"][2]["expect"]["$task"]["stepToken"] == {"$reply": 1, "pointer": "/stepToken"}
+    assert case["steps"][2]["expect"]["$task"]["stage"] == "core"
+    assert "instructions" not in case["steps"][2]["expect"]["$task"]
+    assert case["steps"][2]["expect"]["$task"]["expiresAt"] == {"$absent": True}  # seed 000: none by default
     opened = InProcessTarget().open(ist.catalog_instances(), {})
     try:
         assert run_case(case, opened, "in-process").outcome == PASSED

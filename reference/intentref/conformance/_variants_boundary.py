@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from .capabilities import REPAIR_ATTEMPTS
 from .variants import BridgeReply, State, Variant
 
 DATA_ISSUE_CODES = frozenset({
@@ -462,7 +463,7 @@ REPAIRS_NOT_CONFIGURABLE = Variant(
     decisions=("D-CFG-001", "D-LIM-005"),
     summary="an instance takes no repairAttempts member: one repair per stage, always",
     config=_without_repair_attempts,
-    lacks={"instance.repairAttempts": "repairs are not configurable per instance in this variant"},
+    lacks={REPAIR_ATTEMPTS: "repairs are not configurable per instance in this variant"},
 )
 
 

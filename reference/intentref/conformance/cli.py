@@ -1,4 +1,4 @@
-"""``intentref conformance``: run the conformance suite against a target.
+"""intentref conformance: run the conformance suite against a target.
 
     intentref conformance [--in-process | --stdio CMD | --http URL | --http-reference | --harness CMD]
                           [--era 2026|legacy] [--level normative|all] [--only PAT] [--skip PAT]
@@ -7,9 +7,9 @@
     intentref conformance --write-mjs [--check]
 
 Without a target option the bundled reference server runs over real stdio in the
-2026-07-28 era.  Exit status: 0 when no case failed or errored (unsupported cases are
-not failures; listed expected failures are allowed, stale entries are not), 1 otherwise,
-2 for a usage error.  Only argparse is imported here, so ``intentref --help`` stays fast.
+2026-07-28 era.  Exit statuses are ``EXIT_STATUSES`` (D-CNF-013).  Every mistake on the
+command line (an option, a file, a report path, a selection of nothing) is found before
+any case runs.  Only argparse is imported here, so ``intentref --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -25,9 +25,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
+# spec: D-CNF-013 -- one status per kind of outcome, so a CI script can tell them apart.
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
 EXIT_USAGE: Final = 2
+EXIT_TARGET_UNUSABLE: Final = 3
+EXIT_NOTHING_SELECTED: Final = 4
+EXIT_STATUSES: Final = (
+    (EXIT_OK, "every case passed or was unsupported (expected failures allowed, none stale)"),
+    (EXIT_FAILED, "a case failed or errored, or an expected-failures entry is stale"),
+    (EXIT_USAGE, "a usage error: an option, a file or a report path (found before any case runs)"),
+    (EXIT_TARGET_UNUSABLE, "the target could not start, or does not serve the instances the cases use"),
+    (EXIT_NOTHING_SELECTED, "the selection (--level, --only, --skip) selects no case"),
+)
 TARGET_SPECS: Final = "in-process, variant:NAME, reference, stdio:COMMAND, http:URL, http-reference, harness:COMMAND, python:MODULE:ATTR"
 
 
@@ -35,17 +45,30 @@ class UsageError(Exception):
     """A bad option value found after parsing (a template, a baseline file): exit status 2."""
 
 
+class NothingSelected(Exception):
+    """The selection selects no case: exit status 4, so a mistyped pattern never passes in CI."""
+
+
+def exit_status_text() -> str:
+    """The exit statuses as the --help epilog lists them."""
+    return "exit status:\n" + "\n".join(f"  {code}  {meaning}" for code, meaning in EXIT_STATUSES)
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.epilog = exit_status_text()
+    p.formatter_class = argparse.RawDescriptionHelpFormatter  # keeps the epilog's lines
     targets = p.add_argument_group("target (default: the bundled reference over stdio)")
     group = targets.add_mutually_exclusive_group()
     group.add_argument("--in-process", action="store_true", help="the reference Bridge called directly")
     group.add_argument(
         "--stdio",
         metavar="COMMAND",
-        help="an MCP server started per run with COMMAND; {config} is the instances file, "
-        "{maxJobs} … {replayTtlMs} the Bridge options, [ … ] groups are dropped when unset",
+        help="an MCP server started per run with COMMAND; {config} is the instances file; "
+        "{maxJobs}, {maxReplayEntries}, {maxReplayBytes}, {jobTtlMs} and {replayTtlMs} are the Bridge "
+        "options; [ ... ] groups are dropped when their option is unset",
     )
-    group.add_argument("--http", metavar="URL", help="an MCP server already serving streamable HTTP at URL")
+    group.add_argument("--http", metavar="URL", help="an MCP server already serving streamable HTTP at URL, "
+                       "with the suite's instances (intent-runtime-mcp --config conformance/instances.json --http ...)")
     group.add_argument("--http-reference", action="store_true", help="the bundled reference over HTTP on 127.0.0.1")
     group.add_argument("--harness", metavar="COMMAND", help="a JSON-lines harness (conformance/harness.schema.json)")
     group.add_argument("--target", metavar="SPEC", help=f"any target by its spec: {TARGET_SPECS}")
@@ -213,17 +236,109 @@ def run(args: argparse.Namespace) -> int:
         from .harness import smoke
 
         return EXIT_OK if smoke(args.harness, args.timeout) else EXIT_FAILED
+    from .targets import TargetCannotStart
+
     try:
         return _run(args)
     except UsageError as exc:
         print(f"intentref conformance: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except NothingSelected as exc:
+        print(f"intentref conformance: {exc}", file=sys.stderr)
+        return EXIT_NOTHING_SELECTED
+    except TargetCannotStart as exc:
+        print(f"intentref conformance: the target could not start: {exc}", file=sys.stderr)
+        return EXIT_TARGET_UNUSABLE
+    except MissingInstances as exc:
+        print(f"intentref conformance: {exc}", file=sys.stderr)
+        return EXIT_TARGET_UNUSABLE
+
+
+_REPORT_NAMES: Final = {"--json": "JSON", "--junit": "JUnit XML", "--html": "HTML"}
+
+
+class MissingInstances(Exception):
+    """A server configured elsewhere lacks instances the selected cases use: exit status 3."""
+
+
+def _report_paths(args: argparse.Namespace) -> list[tuple[str, str, str]]:
+    """(flag, path, writer) of every report asked for, each path checked before the run (D-CNF-013)."""
+    from .reports import output_problem
+
+    wanted = [("--json", args.json_out, "write_json"), ("--junit", args.junit, "write_junit"),
+              ("--html", args.html, "write_html")]  # fmt: skip
+    chosen = [(flag, path, writer) for flag, path, writer in wanted if path]
+    seen: dict[str, str] = {}
+    for flag, path, _ in chosen:
+        problem = output_problem(path)
+        if problem is not None:
+            raise UsageError(f"{flag} {path}: {problem}")
+        resolved = str(Path(path).resolve())
+        if resolved in seen:
+            raise UsageError(f"{seen[resolved]} and {flag} both write {path}")
+        seen[resolved] = flag
+    return chosen
+
+
+def _program_problem(args: argparse.Namespace) -> str | None:
+    """Why the program of a --stdio or --harness command cannot be run, or None: asked before
+    the fixtures load, so a mistyped command costs no start-up (D-CNF-013)."""
+    import shlex
+
+    from .targets import program_problem
+
+    command = args.stdio or args.harness
+    if not command:
+        return None
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None  # an unbalanced quote: building the target says so as a usage error
+    if not words or words[0].startswith(("[", "{")):
+        return None
+    problem = program_problem(words[0])
+    return None if problem is None else f"cannot run {words[0]!r}: {problem}"
+
+
+def _selected(args: argparse.Namespace) -> list[Any]:
+    from .fixtures import load_cases, select
+
+    try:
+        every = load_cases(Path(args.cases) if args.cases else None)
+    except ValueError as exc:  # a fixture file that does not satisfy fixture.schema.json
+        raise UsageError(str(exc)) from None
+    cases = select(every, args.level, args.only, args.skip)
+    if not cases:
+        asked = [f"--level {args.level}", *(f"--only {p}" for p in args.only), *(f"--skip {p}" for p in args.skip)]
+        areas = ", ".join(sorted({case.area for case in every})) or "none"
+        raise NothingSelected(f"{' '.join(asked)} selects none of the {len(every)} cases "
+                              f"(case ids are an area and a number, e.g. BRG-0001; areas: {areas})")  # fmt: skip
+    return cases
+
+
+def _check_instances(target: Any, cases: list[Any]) -> None:
+    """A server configured elsewhere must serve the instances the cases use; say which it lacks."""
+    if not getattr(target, "configured_elsewhere", False):
+        return
+    from .preflight import missing_instances
+    from .targets import load_instances
+
+    suite = load_instances()
+    used = sorted({name for case in cases if "setup" not in case.data
+                   for name in case.data.get("instances", []) if name in suite})  # fmt: skip
+    missing = missing_instances(target, used)
+    if missing:
+        raise MissingInstances(
+            f"{getattr(target, 'name', 'the server')} does not serve the instance(s) {', '.join(missing)} that the "
+            "selected cases use; start it with the suite's instances: "
+            "intent-runtime-mcp --config conformance/instances.json --http 127.0.0.1:8765"
+        )
 
 
 def _run(args: argparse.Namespace) -> int:
     from . import baseline
-    from .fixtures import load_cases, select
     from .runner import execute
+    from .targets import TargetCannotStart
 
     listed: dict[str, str] = {}
     if args.expected_failures:
@@ -233,20 +348,25 @@ def _run(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
     if args.cases and not Path(args.cases).is_dir():
         raise UsageError(f"--cases {args.cases}: not a folder")
+    report_paths = _report_paths(args)
     spec = _spec(args)
+    problem = _program_problem(args)
+    if problem is not None:
+        # A bad template is a usage error even when its program is also missing: building
+        # the target says so first; a sound one is released unused.
+        make_target(spec, args.era, args.timeout, args.cold_start)[1]()
+        raise TargetCannotStart(problem)
     started_at = datetime.now(UTC)
     started = time.perf_counter()
-    # The target first: a bad template is a usage error before any work, and a zygote or
-    # server starts up while the fixtures load.
+    # The selection before the target: a selection of nothing is a mistake found in the
+    # time it takes to read the fixtures, with no server started and stopped for it.
+    cases = _selected(args)
     target, release = make_target(spec, args.era, args.timeout, args.cold_start)
     console = _console()
     first_done: list[float] = []
     try:
-        try:
-            cases = select(load_cases(Path(args.cases) if args.cases else None), args.level, args.only, args.skip)
-        except ValueError as exc:  # a fixture file that does not satisfy fixture.schema.json
-            raise UsageError(str(exc)) from None
-        with _progress(console, len(cases)) as advance:
+        _check_instances(target, cases)
+        with _progress(console, cases) as advance:
 
             def on_outcome(case: Any, outcome: Any) -> None:
                 if not first_done:
@@ -258,8 +378,12 @@ def _run(args: argparse.Namespace) -> int:
         release()
     ended = time.perf_counter()
     run_info = _run_info(args, spec, target, started_at, ended - started, len(cases))
-    _print_summary(console, run_info, cases, outcomes)
-    _write_reports(args, run_info, cases, outcomes)
+    _print_summary(console, run_info, cases, outcomes, args.cases)
+    from . import reports
+
+    for flag, path, writer in report_paths:
+        getattr(reports, writer)(path, run_info, cases, outcomes)
+        print(f"{_REPORT_NAMES[flag]} report written to {path}")
     if first_done and len(cases) > 1:
         # Start-up (a server, an interpreter, the first run) is paid once; the rate that
         # matters for a long suite is the one after it.
@@ -310,34 +434,15 @@ def _console() -> Any:
 
 
 @contextlib.contextmanager
-def _progress(console: Any, total: int) -> Any:
-    try:
-        from .reports import LiveProgress
-    except ImportError:  # reports.py is another module's job; counts are enough without it
-        yield lambda case, outcome: None
-        return
-    with LiveProgress(console, total) as progress:
+def _progress(console: Any, cases: list[Any]) -> Any:
+    from .reports import LiveProgress
+
+    with LiveProgress(console, len(cases), cases=cases) as progress:
         yield progress.advance
 
 
-def _print_summary(console: Any, run_info: dict[str, Any], cases: list[Any], outcomes: list[Any]) -> None:
-    try:
-        from .reports import print_summary
-    except ImportError:
-        from collections import Counter
+def _print_summary(console: Any, run_info: dict[str, Any], cases: list[Any], outcomes: list[Any],
+                   folder: str | None) -> None:  # fmt: skip
+    from .reports import area_titles, print_summary
 
-        tally = Counter(o.outcome for o in outcomes)
-        print(f"{run_info['target']}: " + ", ".join(f"{tally[k]} {k}" for k in ("passed", "failed", "unsupported", "errored")))
-        return
-    print_summary(console, run_info, cases, outcomes)
-
-
-def _write_reports(args: argparse.Namespace, run_info: dict[str, Any], cases: list[Any], outcomes: list[Any]) -> None:
-    wanted = [(args.json_out, "write_json"), (args.junit, "write_junit"), (args.html, "write_html")]
-    if not any(path for path, _ in wanted):
-        return
-    from . import reports
-
-    for path, writer in wanted:
-        if path:
-            getattr(reports, writer)(path, run_info, cases, outcomes)
+    print_summary(console, run_info, cases, outcomes, area_titles(folder))

@@ -4,7 +4,10 @@ Every fault wraps the *real* reference Bridge in a session proxy that rewrites r
 their way in or replies on their way out; none copies reference logic, so the only
 difference a case can see is the one rule named.  ``faulty_target(name)`` gives a target
 the runner can drive; ``tests/conformance/test_faulty_implementations.py`` runs the whole
-fixture suite against each and demands at least one failed case per fault.
+fixture suite against each and demands at least one failed case per fault, and a failed
+*normative* case for each fault whose ``seed_rule`` names seed text it contradicts
+(D-CNF-033); ``recall()`` prints that table.  ``harness_command(name)`` runs a fault behind
+the reference's JSON-lines harness, a real subprocess that takes Bridge options.
 
 ``is_error_wrong`` lives at the MCP level (the envelope's ``isError``), which an
 in-process Bridge has no notion of.  ``McpModelTarget`` models an MCP server faithfully
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar
@@ -93,6 +97,9 @@ class Fault:
     name: ClassVar[str]
     breaks: ClassVar[str]  # the rule broken, with the requirement it comes from
     catch_with: ClassVar[str]  # what a case must do to catch it (for the gap report)
+    # The seed text the fault contradicts, or None when it only departs from a reference
+    # decision or a MAY: such a fault must be caught, but only reference cases can (D-CNF-033).
+    seed_rule: ClassVar[str | None]
     envelope_only: ClassVar[bool] = False  # True: the fault is in the MCP envelope
 
     def __init__(self, config: Mapping[str, Any]) -> None:
@@ -104,10 +111,15 @@ class Fault:
     def after(self, op: str, request: Request, reply: Json) -> Json:
         return reply
 
+    def after_in(self, session: dict[str, Any], op: str, request: Request, reply: Json) -> Json:
+        """``after`` for a fault that must know the session: ``session`` is that session's own memory."""
+        return self.after(op, request, reply)
+
 
 class ReasonOrder(Fault):
     name = "reason_order"
     breaks = "R-RES-039: an item's reasons joined clarification, confirmation, condition"
+    seed_rule = "001 #动作字段与状态: reason 按澄清、确认、条件的顺序用换行连接"
     catch_with = "a result item with two or more blockers (e.g. needs clarification and confirmation), reason matched exactly"
 
     def after(self, op: str, request: Request, reply: Json) -> Json:
@@ -122,6 +134,7 @@ class ReasonOrder(Fault):
 class ReplayNewToken(Fault):
     name = "replay_new_token"
     breaks = "R-IDM-001: a replayed submission gets the same reply byte for byte"
+    seed_rule = None  # 000 #重复提交与冲突: the retained reply "可以复用" (MAY): reference only
     catch_with = (
         "accept the same jobId/stepToken/candidateText twice where the first answer is a task; expect $sameAs"
     )
@@ -143,6 +156,7 @@ class ReplayNewToken(Fault):
 class BytesAsCharacters(Fault):
     name = "bytes_as_characters"
     breaks = "R-CAN-003/R-CAN-004: the cancel detail limit is 2048 UTF-8 bytes"
+    seed_rule = "000 #工具与 session 方法: detail 最多 2048 UTF-8 字节；683 个“中”为 2049 字节，会被拒绝"
     catch_with = "cancel with a detail of at most 2048 characters but more than 2048 UTF-8 bytes (e.g. 683 × 中); expect INPUT_INVALID /detail"
 
     def __init__(self, config: Mapping[str, Any]) -> None:
@@ -168,6 +182,7 @@ class BytesAsCharacters(Fault):
 class PartialResultDropped(Fault):
     name = "partial_result_dropped"
     breaks = "R-ERR-011/R-ERR-036: an error after an accepted core carries partialResult"
+    seed_rule = "000 #data 候选: 这会返回带 partialResult 的提取错误 (004 #partialResult 的含义)"
     catch_with = "an error reply after the core was accepted (cancel in the data stage, data failure); expect error.partialResult"
 
     def after(self, op: str, request: Request, reply: Json) -> Json:
@@ -180,6 +195,7 @@ class PartialResultDropped(Fault):
 class ExpiresAtByDefault(Fault):
     name = "expires_at_by_default"
     breaks = "R-RPY-008/R-CAP-003: tasks carry expiresAt only with a jobTtlMs"
+    seed_rule = "000 #回复类型: 默认没有 expiresAt；仅显式启用旧兼容 jobTtlMs 时返回"
     catch_with = (
         "a task reply of a Bridge without jobTtlMs, matched with expiresAt {$absent: true} or exactly"
     )
@@ -202,6 +218,7 @@ class ExpiresAtByDefault(Fault):
 class IdsFromZero(Fault):
     name = "ids_from_zero"
     breaks = "R-RES-026: item ids are i1, i2, … in order"
+    seed_rule = "001 #动作字段与状态: id 按结果内顺序生成 i1、i2 等"
     catch_with = "any result with an intent item, ids matched exactly"
 
     def after(self, op: str, request: Request, reply: Json) -> Json:
@@ -215,6 +232,7 @@ class IdsFromZero(Fault):
 class InputTrimmed(Fault):
     name = "input_trimmed"
     breaks = "R-RES-015: result.input is the original input, untouched"
+    seed_rule = "001 #根字段: input 原样保留模块收到的 input，包括空格和换行"
     catch_with = "a result for an input with leading or trailing whitespace, input matched exactly"
 
     def after(self, op: str, request: Request, reply: Json) -> Json:
@@ -227,6 +245,7 @@ class InputTrimmed(Fault):
 class NullForAbsent(Fault):
     name = "null_for_absent"
     breaks = "R-RES-032: a ready item carries no reason (absent, not null)"
+    seed_rule = "001 #动作字段与状态: reason?: never 表示该字段应当省略；ready 中省略"
     catch_with = "a result with a ready item matched exactly (or reason {$absent: true})"
     OPTIONAL: ClassVar[tuple[str, ...]] = ("reason", "clarification")
 
@@ -240,6 +259,8 @@ class NullForAbsent(Fault):
 class ConflictAsReplay(Fault):
     name = "conflict_as_replay"
     breaks = "R-IDM-003: a used stepToken with a different candidateText is BRIDGE_STEP_CONFLICT"
+    seed_rule = ("000 #重复提交与冲突: 相同 token 与完全相同候选可以复用保留的回复 -- reuse is granted to the "
+                 "identical candidate (候选摘要包含提交字符串), never to a different one")
     catch_with = (
         "accept a step, then the same jobId/stepToken with another candidateText; expect BRIDGE_STEP_CONFLICT"
     )
@@ -264,9 +285,32 @@ class ConflictAsReplay(Fault):
         return reply
 
 
+class ReclaimedCancelConflict(Fault):
+    name = "reclaimed_cancel_conflict"
+    breaks = "R-CAN-009: cancelling a reclaimed job returns BRIDGE_JOB_NOT_FOUND"
+    seed_rule = "000 #工具与 session 方法: 任务被回收后返回 BRIDGE_JOB_NOT_FOUND"
+    catch_with = (
+        "a Bridge with maxReplayEntries 1: end a job, start another (its record is reclaimed), "
+        "cancel the first from the session that made it; expect BRIDGE_JOB_NOT_FOUND"
+    )
+
+    def after_in(self, session: dict[str, Any], op: str, request: Request, reply: Json) -> Json:
+        issued: set[str] = session.setdefault("jobs", set())
+        if _is_task(reply) and isinstance(reply.get("jobId"), str):
+            issued.add(reply["jobId"])
+        job = request.get("jobId") if op == "cancel" and isinstance(request, dict) else None
+        # The session that made the job is still open and the reference no longer knows the
+        # job: its record was reclaimed.  Foreign, closed-session and never-issued jobs are
+        # left alone: the seeds fix no answer for them (R-IDM-005, D-BRG-003).
+        if job in issued and _error_code(reply) == "BRIDGE_JOB_NOT_FOUND":
+            reply = _replace_text(reply, "BRIDGE_JOB_NOT_FOUND", "BRIDGE_STEP_CONFLICT")
+        return reply
+
+
 class IsErrorWrong(Fault):
     name = "is_error_wrong"
     breaks = "R-ENV-003: isError is true exactly when kind is error"
+    seed_rule = "000 #MCP 外层返回: isError 在 kind 为 error 时为 true，其他两种回复为 false"
     catch_with = (
         "an MCP-transport case whose step checks envelope isError (for a task and for an error reply)"
     )
@@ -284,6 +328,7 @@ _ALL: tuple[type[Fault], ...] = (
     InputTrimmed,
     NullForAbsent,
     ConflictAsReplay,
+    ReclaimedCancelConflict,
 )
 FAULTS: dict[str, type[Fault]] = {cls.name: cls for cls in _ALL}
 
@@ -297,13 +342,14 @@ class FaultySession:
     def __init__(self, inner: Any, fault: Fault) -> None:
         self._inner = inner
         self._fault = fault
+        self._memory: dict[str, Any] = {}  # what a session-aware fault keeps about this session
 
     def _call(self, op: str, request: Request) -> Json:
         # No copies needed: the reference neither edits a request nor hands out objects it
         # keeps (every reply is decoded afresh from its retained text), and a fault's
         # ``before`` builds a new request rather than editing the caller's.
         reply = getattr(self._inner, op)(self._fault.before(op, request))
-        return self._fault.after(op, request, reply)
+        return self._fault.after_in(self._memory, op, request, reply)
 
     def prepare(self, request: Request) -> Json:
         return self._call("prepare", request)
@@ -460,3 +506,42 @@ def faulty_target(name: str) -> InProcessTarget | McpModelTarget:
     target = InProcessTarget(bridge_factory=bridge_factory(name))
     target.name = f"reference with fault {name}"
     return target
+
+
+def recall(target_factory: Callable[[str], Any] | None = None, cases: list[Case] | None = None) -> Any:
+    """The recall table of the shipped faults (see ``recall``): ``faulty.recall().text()`` prints it."""
+    from .recall import recall as tabulate
+
+    return tabulate(target_factory, cases)
+
+
+# --------------------------------------------------------------------------- behind the harness
+
+
+def harness_command(name: str) -> list[str]:
+    """A command running the reference's JSON-lines harness with the fault ``name``.
+
+    For ``--harness``: a real subprocess behind the real protocol, so a fault that needs
+    Bridge options can be shown to a target other than the in-process one (D-CNF-032).
+    """
+    if name not in FAULTS or FAULTS[name].envelope_only:
+        raise ValueError(f"{name!r} is not a Bridge fault; choose one of {sorted(n for n, c in FAULTS.items() if not c.envelope_only)}")
+    return [sys.executable, "-m", "intentref.conformance.faulty", "--harness", name]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    names = sorted(n for n, c in FAULTS.items() if not c.envelope_only)
+    if len(args) != 2 or args[0] != "--harness" or args[1] not in names:
+        print(f"usage: python -m intentref.conformance.faulty --harness FAULT  (FAULT: {', '.join(names)})", file=sys.stderr)
+        return 2
+    from . import harness_reference
+
+    # The reference harness looks its Bridge factory up when a run is configured; this
+    # program exists only to put the fault's factory there, in a process of its own.
+    harness_reference.create_intent_bridge = bridge_factory(args[1])  # type: ignore[attr-defined,assignment]
+    return harness_reference.main()
+
+
+if __name__ == "__main__":  # pragma: no cover - run as a program
+    raise SystemExit(main())

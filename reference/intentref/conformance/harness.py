@@ -29,7 +29,16 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from .targets import ConfigRejected, Reply, Run, Session, TargetUnsupported, load_instances
+from .targets import (
+    ConfigRejected,
+    Reply,
+    Run,
+    ServerExited,
+    Session,
+    TargetCannotStart,
+    TargetUnsupported,
+    load_instances,
+)
 
 DEFAULT_TIMEOUT: Final = 10.0
 _LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
@@ -229,11 +238,19 @@ class HarnessTarget:
         with self._lock:
             child = self._idle.pop() if self._idle else None
         if child is None:
-            child = LineChild(self.argv, self.timeout)
+            try:
+                child = LineChild(self.argv, self.timeout)
+            except HarnessBroken as exc:  # the command cannot run at all (D-CNF-013)
+                raise TargetCannotStart(str(exc)) from None
         try:
             response = child.request("configure", instances=instances, bridge=bridge_options)
         except TargetUnsupported:
             self._give_back(child)
+            raise
+        except HarnessBroken as exc:
+            child.close()
+            if exc.kind == "exit":  # gone before answering configure: the runner decides whose fault
+                raise ServerExited(str(exc)) from None
             raise
         except BaseException:
             child.close()

@@ -44,9 +44,18 @@ class Proof:
     variants: list[VariantResult]
     combined: VariantResult
     unbroken_reference: list[str]  # reference cases no variant of their decisions breaks
+    out_of_reach: list[str]  # reference cases of the MCP envelope: variants run in process
     decisions_without_variant: dict[str, list[str]]  # decision -> reference cases citing it
     normative_cases: int
     reference_cases: int
+
+    def problems(self) -> list[str]:
+        """Every reason the proof fails, one stable key each (what a known-problems list holds)."""
+        keys = [f"normative {line.split(':')[0]} fails under {v.name}"
+                for v in [*self.variants, self.combined] for line in v.normative_failed]  # fmt: skip
+        keys += [f"reference {case_id} is broken by no variant of its decisions" for case_id in self.unbroken_reference]
+        keys += [f"decision {d} has no variant" for d in self.decisions_without_variant]
+        return keys
 
     @property
     def holds(self) -> bool:
@@ -61,14 +70,16 @@ class Proof:
 
         return {"holds": self.holds, "normativeCases": self.normative_cases, "referenceCases": self.reference_cases,
                 "variants": [one(v) for v in self.variants], "combined": one(self.combined),
-                "unbrokenReference": self.unbroken_reference,
+                "unbrokenReference": self.unbroken_reference, "outOfReach": self.out_of_reach,
                 "decisionsWithoutVariant": self.decisions_without_variant}  # fmt: skip
 
 
 def _breaks(outcome: Any) -> bool:
+    """Failed, or unsupported for a capability the variant lacks (D-CNF-030), not for options."""
     from .script import FAILED, UNSUPPORTED
 
-    return bool(outcome.outcome == FAILED or (outcome.outcome == UNSUPPORTED and outcome.detail.startswith("needs ")))
+    lacked = outcome.detail.startswith("needs ") and not outcome.detail.startswith("needs Bridge option")
+    return bool(outcome.outcome == FAILED or (outcome.outcome == UNSUPPORTED and lacked))
 
 
 def _run_variant(target: Any, cases: list[Any]) -> tuple[VariantResult, dict[str, Any]]:
@@ -115,9 +126,13 @@ def prove(cases: Iterable[Any] | None = None, only_variants: Sequence[str] = ())
             broken_by.setdefault(case_id, set()).add(name)
     combined, _ = _run_variant(catalogue_module.target("all"), [c for c in selected if c.level == "normative"])
     unbroken: list[str] = []
+    out_of_reach: list[str] = []
     without: dict[str, list[str]] = {}
     for case in selected:
         if case.level != "reference":
+            continue
+        if case.transport == "mcp":  # the envelope needs an MCP target; variants are in process
+            out_of_reach.append(case.id)
             continue
         cited = list(case.data.get("decisions", []))
         relevant = {v.name for d in cited for v in catalogue_module.variants_of(d)}
@@ -127,7 +142,7 @@ def prove(cases: Iterable[Any] | None = None, only_variants: Sequence[str] = ())
             continue
         if not relevant & broken_by.get(case.id, set()) and relevant <= set(names):
             unbroken.append(case.id)
-    return Proof(results, combined, unbroken, without,
+    return Proof(results, combined, unbroken, out_of_reach, without,
                  sum(c.level == "normative" for c in selected), sum(c.level == "reference" for c in selected))  # fmt: skip
 
 
@@ -153,6 +168,9 @@ def render(proof: Proof, out: Any = None) -> None:
             console.print(f"  … and {len(v.normative_failed) - 20} more under {v.name}", markup=False)
     for case_id in proof.unbroken_reference:
         console.print(f"reference case {case_id} passes under every variant of the decisions it cites", markup=False)
+    if proof.out_of_reach:
+        console.print(f"{len(proof.out_of_reach)} reference cases check the MCP envelope and are out of the in-process "
+                      f"variants' reach: {', '.join(proof.out_of_reach)}", markup=False)
     for decision, ids in sorted(proof.decisions_without_variant.items()):
         console.print(f"decision {decision} (cited by {len(ids)} reference cases) has no variant", markup=False)
     console.print("the levels hold" if proof.holds else "the levels do NOT hold", markup=False)

@@ -55,7 +55,7 @@ from .mcp_transport import (
     Zygote,
     stdio_transport,
 )
-from .targets import ConfigRejected, Reply, Run, Session, TargetUnsupported
+from .targets import ConfigRejected, Reply, Run, ServerExited, Session, TargetCannotStart, TargetUnsupported
 
 DEFAULT_TIMEOUT: Final = 10.0
 # Cases with runs of their own executed at once beside the shared run (D-CNF-011): most of
@@ -68,6 +68,9 @@ SHARED_RUNS: Final = 4
 # Servers of upcoming configured runs started ahead (StdioTarget.expect_runs): one for
 # each parallel case, so none waits for its server while the one before runs.
 PREFETCH: Final = PARALLEL_RUNS + 1
+# Seconds a server that broke off its start-up gets to be reaped, so its exit status can be
+# shown; a process that never existed is not waited for at all.
+PROCESS_REAP_WAIT: Final = 3.0
 ERAS: Final = {"2026": "2026-07-28", "legacy": "legacy"}  # our name -> Client(mode=...)
 PLACEHOLDERS: Final = ("config", "maxJobs", "maxReplayEntries", "maxReplayBytes", "jobTtlMs", "replayTtlMs")
 # The bundled CLI: each option flag only when the run sets that option.
@@ -235,8 +238,10 @@ class Connection:
     """
 
     def __init__(self, portal: BlockingPortal, make_transport: Callable[[], Any], mode: str, timeout: float,
-                 startup_timeout: float, info: ProcessInfo | None = None, wait: bool = True) -> None:  # fmt: skip
+                 startup_timeout: float, info: ProcessInfo | None = None, wait: bool = True,
+                 address: str = "") -> None:  # fmt: skip
         self._portal = portal
+        self.address = address  # where an HTTP server should answer, for the message when none does
         self._make_transport = make_transport
         self._mode = mode
         self.timeout = timeout
@@ -281,9 +286,16 @@ class Connection:
             raise TimeoutError("the server did not answer in time")
 
     def _startup_error(self, exc: BaseException) -> Exception:
+        root = _root(exc)
         if self.info is None:
+            if isinstance(root, httpx2.ConnectError):  # nothing listens there: no case can run
+                return TargetCannotStart(f"nothing answers at {self.address or 'the server address'} ({_describe(exc)})")
             return RuntimeError(f"could not connect: {_describe(exc)}")
-        deadline = time.monotonic() + 3
+        if self.info.pid is None:
+            if isinstance(root, OSError):  # the process was never created: the command cannot run at all
+                return TargetCannotStart(f"cannot run {self.info.argv[0]!r}: {root.strerror or root}")
+            return RuntimeError(f"the server did not start ({_describe(exc)}): {self.info.hint()}")
+        deadline = time.monotonic() + PROCESS_REAP_WAIT
         while self.info.returncode is None and time.monotonic() < deadline:
             time.sleep(0.01)  # the transport records the status once the process is reaped
         fault = _CONFIG_FAULT.search(self.info.stderr_text())
@@ -294,6 +306,8 @@ class Connection:
             if fault is not None:
                 error = {"code": fault["code"], "message": fault["message"]}
             return ConfigRejected(error)
+        if self.info.returncode is not None:
+            return ServerExited(f"the server exited before answering ({self.info.hint()})")
         return RuntimeError(f"the server did not start ({_describe(exc)}): {self.info.hint()}")
 
     def call(self, tool: str, arguments: Any) -> Reply:
@@ -355,6 +369,13 @@ def _has_lone_surrogate(value: Any) -> bool:
     if isinstance(value, list):
         return any(_has_lone_surrogate(v) for v in value)
     return False
+
+
+def _root(exc: BaseException) -> BaseException:
+    """The first leaf of an exception group (the SDK's task groups wrap what went wrong)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
 
 
 def _describe(exc: BaseException) -> str:
@@ -474,6 +495,7 @@ class StdioTarget:
     """
 
     transport = "mcp"
+    capabilities: frozenset[str]  # set by reference() only; another server is probed (D-CNF-030)
 
     def __init__(
         self,
@@ -513,12 +535,17 @@ class StdioTarget:
         of starting the console script cold: same code, same pipes, a fraction of the
         start-up (D-CNF-006).
         """
+        from .capabilities import REFERENCE_CAPABILITIES
+
         if not fork:
             template = CommandTemplate.parse(REFERENCE_ARGS, prefix=reference_program())
-            return cls(template, era, timeout, name=f"reference over stdio ({era})")
-        zygote = Zygote(max(3 * timeout, 60.0))
-        template = CommandTemplate.parse(REFERENCE_ARGS)  # the console script's arguments
-        return cls(template, era, timeout, name=f"reference over stdio ({era}, forked)", _zygote=zygote)
+            target = cls(template, era, timeout, name=f"reference over stdio ({era})")
+        else:
+            zygote = Zygote(max(3 * timeout, 60.0))
+            template = CommandTemplate.parse(REFERENCE_ARGS)  # the console script's arguments
+            target = cls(template, era, timeout, name=f"reference over stdio ({era}, forked)", _zygote=zygote)
+        target.capabilities = REFERENCE_CAPABILITIES  # D-CNF-030: what the bundled CLI takes
+        return target
 
     def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
         return self.template.unsupported(bridge_options)
@@ -682,6 +709,8 @@ class HttpTarget:
     """
 
     transport = "mcp"
+    # Its instances are the server's own: the CLI checks it serves the suite's first (D-CNF-013).
+    configured_elsewhere = True
 
     def __init__(self, url: str, era: str = "2026", timeout: float = DEFAULT_TIMEOUT, name: str | None = None) -> None:
         if era not in ERAS:
@@ -709,7 +738,8 @@ class HttpTarget:
         def transport() -> Any:
             return _http_transport(self.url, self.timeout)
 
-        return Connection(self._portal.get(), transport, ERAS[self.era], self.timeout, max(3 * self.timeout, 30.0))
+        return Connection(self._portal.get(), transport, ERAS[self.era], self.timeout, max(3 * self.timeout, 30.0),
+                          address=self.url)  # fmt: skip
 
     def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run:
         if bridge_options:

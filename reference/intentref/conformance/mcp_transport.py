@@ -52,7 +52,12 @@ class ProcessInfo:
 
     def hint(self) -> str:
         tail = self.stderr_text().strip().splitlines()[-5:]
-        status = f"exit status {self.returncode}" if self.returncode is not None else "still running"
+        if self.pid is None:
+            status = "the process never started"
+        elif self.returncode is None:
+            status = "still running"
+        else:
+            status = f"exit status {self.returncode}"
         return status + (f"; stderr: {' | '.join(tail)}" if tail else "")
 
 

@@ -87,10 +87,15 @@ class CaseFailed(Exception):
 
 def _run_case(request: pytest.FixtureRequest, _intentref_executor: Any) -> None:
     from .script import ERRORED, FAILED, UNSUPPORTED
+    from .targets import TargetCannotStart
 
     item = request.node
     case = item.case
-    outcome = _intentref_executor.run(case)
+    try:
+        outcome = _intentref_executor.run(case)
+    except TargetCannotStart as exc:
+        # D-CNF-013: no case can be blamed, so the session stops with one line (status 3).
+        pytest.exit(f"intentref: the target cannot start: {exc}", returncode=3)
     if outcome.outcome == UNSUPPORTED:
         pytest.skip(f"unsupported: {outcome.detail}")
     if outcome.outcome == FAILED:

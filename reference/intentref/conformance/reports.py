@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -199,13 +200,36 @@ def _clean_json(value: Any) -> Any:
 # --------------------------------------------------------------------------- console
 
 
+def plain_value(value: Any) -> str:
+    """A run_info value as a reader wants it: a mapping as ``key value, key value`` (empty members
+    left out), a list as ``a, b``, anything else as its text."""
+    if isinstance(value, dict):
+        shown = [f"{key} {plain_value(item)}" for key, item in value.items() if item not in (None, "", [], {})]
+        return ", ".join(shown) or "-"
+    if isinstance(value, list | tuple):
+        return ", ".join(plain_value(item) for item in value) or "-"
+    return clean_text(value)
+
+
 def _run_info_text(run_info: dict[str, Any]) -> Text:
     text = Text("Conformance run", style="bold")
     for key, value in run_info.items():
-        text.append("  ")
+        text.append("\n  ")
         text.append(f"{key}: ", style="dim")
-        text.append(clean_text(value))
+        text.append(plain_value(value))
     return text
+
+
+def area_titles(folder: PathLike | None = None) -> dict[str, str]:
+    """Each fixture file's area code and its title up to the seed citation in parentheses."""
+    from .fixtures import fixture_files
+
+    titles: dict[str, str] = {}
+    for path in fixture_files(None if folder is None else Path(folder)):
+        document = json.loads(path.read_text("utf-8"))
+        title = str(document.get("title", ""))
+        titles[str(document.get("area", ""))] = title.split(" (", 1)[0] if title.endswith(")") else title
+    return titles
 
 
 def _level_cell(rows: list[Row], level: str) -> Text:
@@ -226,22 +250,37 @@ def _count_cell(value: int, name: str) -> Text:
     return Text(str(value), style=_STYLES[name] if value else "dim")
 
 
-def summary_table(rows: Sequence[Row]) -> Table:
+# Narrower than this, the per-level columns leave the summary table and become one line
+# under it: the table then fits an 80-column terminal with every header whole.
+LEVEL_COLUMNS_WIDTH = 120
+
+
+def summary_table(rows: Sequence[Row], titles: dict[str, str] | None = None, levels: bool = True) -> Table:
+    """One row per area (its code, then its title when ``titles`` has one), then the total.
+
+    Headers never wrap or shorten (``min_width``, ``no_wrap``); on a narrow console the area
+    column wraps its title.  ``levels`` adds the normative and reference columns.
+    """
+    titles = titles or {}
     table = Table(title="Conformance by area", title_justify="left")
-    table.add_column("Area")
-    table.add_column("Cases", justify="right")
+    table.add_column("Area", ratio=1, min_width=len("Area"), overflow="fold")
+    table.add_column("Cases", justify="right", no_wrap=True, min_width=len("Cases"))
     for name in OUTCOMES:
-        table.add_column(name.capitalize(), justify="right")
-    for level in LEVELS:
-        table.add_column(level.capitalize())
+        table.add_column(name.capitalize(), justify="right", no_wrap=True, min_width=len(name))
+    if levels:
+        for level in LEVELS:
+            table.add_column(level.capitalize(), no_wrap=True, min_width=len(level))
     areas = _by_area(rows)
     for area, area_rows in areas.items():
         tally = counts(area_rows)
+        cell = Text(area, style="bold")
+        if titles.get(area):
+            cell.append(" " + clean_text(titles[area]))
         table.add_row(
-            area,
+            cell,
             str(len(area_rows)),
             *(_count_cell(tally[n], n) for n in OUTCOMES),
-            *(_level_cell(area_rows, level) for level in LEVELS),
+            *((_level_cell(area_rows, level) for level in LEVELS) if levels else ()),
         )
     total = counts(rows)
     table.add_section()
@@ -249,9 +288,26 @@ def summary_table(rows: Sequence[Row]) -> Table:
         Text("Total", style="bold"),
         str(len(rows)),
         *(_count_cell(total[n], n) for n in OUTCOMES),
-        *(_level_cell(list(rows), level) for level in LEVELS),
+        *((_level_cell(list(rows), level) for level in LEVELS) if levels else ()),
     )
     return table
+
+
+def levels_line(rows: Sequence[Row]) -> Text:
+    """``normative 900/950 passed · reference …``: the level split when the table has no room for it."""
+    line = Text("By level: ", style="dim")
+    for index, level in enumerate(LEVELS):
+        level_rows = [r for r in rows if r.case.level == level]
+        line.append(" · " if index else "", style="dim")
+        if not level_rows:
+            line.append(f"{level} –")
+            continue
+        tally = counts(level_rows)
+        line.append(f"{level} {tally[PASSED]}/{len(level_rows)} passed")
+        for name in (FAILED, ERRORED):
+            if tally[name]:
+                line.append(f", {tally[name]} {name}", style=_STYLES[name])
+    return line
 
 
 def mismatch_line(mismatch: Mismatch) -> Text:
@@ -284,13 +340,27 @@ def _case_heading(row: Row) -> Text:
     return heading
 
 
+def unsupported_reasons(rows: Sequence[Row]) -> list[tuple[str, int]]:
+    """Each distinct reason a case was unsupported, with how many cases gave it, most first."""
+    tally = Counter(row.outcome.detail or "(no reason given)" for row in rows if row.outcome.outcome == UNSUPPORTED)
+    return sorted(tally.items(), key=lambda item: (-item[1], item[0]))
+
+
 def print_summary(
-    console: Console, run_info: dict[str, Any], cases: list[Case], outcomes: list[CaseOutcome]
+    console: Console,
+    run_info: dict[str, Any],
+    cases: list[Case],
+    outcomes: list[CaseOutcome],
+    titles: dict[str, str] | None = None,
 ) -> None:
-    """The area table, then every failure and errored case, then the closing line."""
+    """The run's facts, the area table (with each area's title from ``titles``), every failure and
+    errored case, the unsupported reasons grouped with their counts, then the closing line."""
     rows = pair(cases, outcomes)
     console.print(_run_info_text(run_info))
-    console.print(summary_table(rows))
+    wide = console.width >= LEVEL_COLUMNS_WIDTH
+    console.print(summary_table(rows, titles, levels=wide))
+    if not wide:
+        console.print(levels_line(rows))
     failures = [r for r in rows if r.outcome.outcome == FAILED]
     if failures:
         console.print(Text(f"Failures ({len(failures)})", style="bold red"))
@@ -304,30 +374,41 @@ def print_summary(
         for row in errored:
             console.print(_case_heading(row))
             console.print(Text("    " + clean_text(row.outcome.detail or "(no detail)")), soft_wrap=True)
+    reasons = unsupported_reasons(rows)
+    if reasons:
+        console.print(Text(f"Unsupported ({sum(n for _, n in reasons)}), by reason (not failures):", style="bold"))
+        for reason, number in reasons:
+            line = Text(f"  {number:>4} × ", style=_STYLES[UNSUPPORTED])
+            line.append(clean_text(reason))
+            console.print(line, soft_wrap=True)
     tally = counts(rows)
     style = "bold red" if tally[FAILED] or tally[ERRORED] else "bold green"
     console.print(Text(closing_line(rows, _seconds(run_info, rows)), style=style))
 
 
 class LiveProgress:
-    """Progress while the cases run: a rich bar on a terminal, one plain line per case elsewhere.
+    """Progress while the cases run: one live bar on a terminal, one plain line per area elsewhere.
 
     ``advance`` has the runner's ``on_outcome`` signature, so the CLI can write::
 
-        with LiveProgress(console, len(cases)) as progress:
+        with LiveProgress(console, len(cases), cases=cases) as progress:
             outcomes = execute(cases, target, on_outcome=progress.advance)
 
-    On a terminal a failed or errored case is printed above the bar as it happens.  When
-    the console is not a terminal (a CI log, a pipe) nothing but plain text is written:
-    no cursor movement, no colour.
+    On a terminal the bar is the only thing drawn (its tally counts failures as they come;
+    the summary lists them).  When the console is not a terminal (a CI log, a pipe) a line
+    is written as each area's last case ends -- no cursor movement, no colour.  Without
+    ``cases`` the areas are unknown and a line is written per case instead.
     """
 
-    def __init__(self, console: Console, total: int, description: str = "conformance") -> None:
+    def __init__(self, console: Console, total: int, description: str = "conformance",
+                 cases: Sequence[Case] | None = None) -> None:  # fmt: skip
         self.console = console
         self.total = total
         self.description = description
         self.tally: Counter[str] = Counter()
         self.done = 0
+        self._area_total: Counter[str] = Counter(case.area for case in cases or ())
+        self._area_tally: dict[str, Counter[str]] = {}
         self._progress: Progress | None = None
         self._task: TaskID | None = None
 
@@ -357,27 +438,28 @@ class LiveProgress:
             self._progress.stop()
             self._progress = None
 
-    def _tally_text(self) -> str:
-        return " ".join(f"{self.tally[name]} {name}" for name in OUTCOMES if self.tally[name])
+    def _tally_text(self, tally: Counter[str]) -> str:
+        return ", ".join(f"{tally[name]} {name}" for name in OUTCOMES if tally[name])
 
     def advance(self, case: Case, outcome: CaseOutcome) -> None:
         self.done += 1
         self.tally[outcome.outcome] += 1
         if self._progress is not None and self._task is not None:
-            self._progress.update(self._task, advance=1, tally=self._tally_text())
-            if outcome.outcome in (FAILED, ERRORED):
-                first = outcome.mismatches[0] if outcome.mismatches else outcome.detail
-                news = Text(f"{case.id} {outcome.outcome}: ", style=_STYLES[outcome.outcome])
-                news.append(clean_text(first))
-                self._progress.console.print(news, soft_wrap=True)
+            self._progress.update(self._task, advance=1, tally=self._tally_text(self.tally))
             return
+        # Plain text straight to the console's file: a log line needs none of rich's rendering.
         width = len(str(self.total))
-        plain = f"[{self.done:>{width}}/{self.total}] {case.id} {outcome.outcome} ({outcome.seconds:.3f} s)"
-        if outcome.outcome in (FAILED, ERRORED):
-            plain += ": " + clean_text(outcome.mismatches[0] if outcome.mismatches else outcome.detail)
-        # Plain text straight to the console's file: a log line needs none of rich's
-        # rendering, which cost more per case than a case over stdio.
-        self.console.file.write(plain + "\n")
+        if not self._area_total:
+            plain = f"[{self.done:>{width}}/{self.total}] {case.id} {outcome.outcome} ({outcome.seconds:.3f} s)"
+            if outcome.outcome in (FAILED, ERRORED):
+                plain += ": " + clean_text(outcome.mismatches[0] if outcome.mismatches else outcome.detail)
+            self.console.file.write(plain + "\n")
+            return
+        area = self._area_tally.setdefault(case.area, Counter())
+        area[outcome.outcome] += 1
+        if sum(area.values()) == self._area_total[case.area]:
+            self.console.file.write(f"[{self.done:>{width}}/{self.total}] {case.area}: "
+                                    f"{self._area_total[case.area]} cases, {self._tally_text(area)}\n")  # fmt: skip
 
 
 # --------------------------------------------------------------------------- JSON
@@ -431,6 +513,22 @@ def write_json(
     document = report_document(run_info, cases, outcomes)
     text = json.dumps(document, ensure_ascii=False, indent=2, allow_nan=False)
     _write_text(path, text + "\n")
+
+
+def output_problem(path: PathLike) -> str | None:
+    """Why a report cannot be written at ``path``, or None: checked before a run starts, so a
+    mistyped folder costs nothing and no run's results are lost to it."""
+    target = Path(path)
+    folder = target.parent
+    if target.is_dir():
+        return "is a folder"
+    if not folder.is_dir():
+        return f"folder {str(folder)!r} does not exist" if not folder.exists() else f"{str(folder)!r} is not a folder"
+    if target.exists() and not os.access(target, os.W_OK):
+        return "cannot be written (permission denied)"
+    if not target.exists() and not os.access(folder, os.W_OK | os.X_OK):
+        return f"folder {str(folder)!r} cannot be written to (permission denied)"
+    return None
 
 
 def _write_text(path: PathLike, text: str) -> None:

@@ -19,9 +19,18 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from .capabilities import CAPABILITIES
 from .fixtures import Case
 from .script import ERRORED, FAILED, PASSED, UNSUPPORTED, CaseOutcome, run_case
-from .targets import ConfigRejected, Run, Target, TargetUnsupported, load_instances
+from .targets import (
+    ConfigRejected,
+    Run,
+    ServerExited,
+    Target,
+    TargetCannotStart,
+    TargetUnsupported,
+    load_instances,
+)
 from .values import History, match
 
 _OPEN_ATTEMPTS = 3
@@ -51,6 +60,11 @@ class Executor:
                 self._shared = self.target.open(self.instances, {})
             except TargetUnsupported as exc:
                 return CaseOutcome(case.id, UNSUPPORTED, detail=exc.reason)
+            except TargetCannotStart:
+                raise
+            except (ServerExited, ConfigRejected) as exc:
+                # D-CNF-013: with the suite's own instances no case can be the reason; stop the run.
+                raise TargetCannotStart(_shared_start_failure(exc)) from None
             except Exception as exc:
                 self._open_failures.append(f"could not start the shared run: {exc}")
                 return CaseOutcome(case.id, ERRORED, detail=self._open_failures[-1])
@@ -114,8 +128,16 @@ def _execute_in_parallel(cases: list[Case], executor: Executor, workers: int,
                          finish: Callable[[int, CaseOutcome], None]) -> None:  # fmt: skip
     target, instances = executor.target, executor.instances
 
+    stop = threading.Event()  # D-CNF-013: set when the target cannot start; queued cases then do nothing
+
     def own(index: int) -> None:
-        outcome = _one(cases[index], target, instances)
+        if stop.is_set():
+            return
+        try:
+            outcome = _one(cases[index], target, instances)
+        except TargetCannotStart:
+            stop.set()
+            raise
         assert outcome is not None  # only cases that need no shared run are sent here
         finish(index, outcome)
 
@@ -124,7 +146,14 @@ def _execute_in_parallel(cases: list[Case], executor: Executor, workers: int,
 
     def shared_shard(shard: int, indices: list[int]) -> None:
         for index in indices:
-            finish(index, executors[shard].run(cases[index]))
+            if stop.is_set():
+                return
+            try:
+                outcome = executors[shard].run(cases[index])
+            except TargetCannotStart:
+                stop.set()
+                raise
+            finish(index, outcome)
 
     pending: list[Future[None]] = []
     try:
@@ -132,7 +161,7 @@ def _execute_in_parallel(cases: list[Case], executor: Executor, workers: int,
             shared = []
             for index, case in enumerate(cases):
                 # Submitted in case order: the target started their servers in that order (plan).
-                if _unsupported(case, target) is None and _own_instances(case, instances) is not None:
+                if _unsupported(case, target, instances) is None and _own_instances(case, instances) is not None:
                     pending.append(pool.submit(own, index))
                 else:
                     shared.append(index)
@@ -147,13 +176,18 @@ def _execute_in_parallel(cases: list[Case], executor: Executor, workers: int,
             extra.close()
 
 
-def _unsupported(case: Case, target: Target) -> str | None:
+def _unsupported(case: Case, target: Target, instances: dict[str, Any]) -> str | None:
     if case.transport == "mcp" and target.transport != "mcp":
         return "checks the MCP envelope; the target is not MCP"
-    reason = target.unsupported(case.bridge_options)
+    options = case.bridge_options
+    reason = target.unsupported(options)
+    if reason is not None:  # D-CNF-030: say what the case needs before why the target lacks it
+        return f"needs Bridge option(s) {', '.join(options)}: {reason}"
     case_reason = getattr(target, "unsupported_case", None)
-    if reason is None and case_reason is not None:
+    if case_reason is not None:
         reason = case_reason(case.data)  # sessions or setup the target cannot reproduce
+    if reason is None:  # D-CNF-030: a configuration member the seeds do not fix
+        reason = CAPABILITIES.reason(case.data, target, instances)
     return reason
 
 
@@ -170,13 +204,13 @@ def planned_runs(cases: Iterable[Case], target: Target, instances: dict[str, Any
     runs = []
     for case in cases:
         own = _own_instances(case, instances)
-        if own is not None and _unsupported(case, target) is None:
+        if own is not None and _unsupported(case, target, instances) is None:
             runs.append((own, case.bridge_options))
     return runs
 
 
 def _one(case: Case, target: Target, instances: dict[str, Any]) -> CaseOutcome | None:
-    reason = _unsupported(case, target)
+    reason = _unsupported(case, target, instances)
     if reason is not None:
         return CaseOutcome(case.id, UNSUPPORTED, detail=reason)
     own_instances = _own_instances(case, instances)
@@ -188,6 +222,8 @@ def _one(case: Case, target: Target, instances: dict[str, Any]) -> CaseOutcome |
         run = target.open(own_instances, options)
     except TargetUnsupported as exc:
         return CaseOutcome(case.id, UNSUPPORTED, detail=exc.reason)
+    except TargetCannotStart:
+        raise  # D-CNF-013: the command itself cannot run; every other case would fail the same way
     except ConfigRejected as rejected:
         if setup is not None and "expect" in setup:
             return _setup_outcome(case, setup["expect"], rejected.error)
@@ -200,6 +236,14 @@ def _one(case: Case, target: Target, instances: dict[str, Any]) -> CaseOutcome |
         return run_case(case.data, run, target.transport)
     finally:
         _close_quietly(run)
+
+
+def _shared_start_failure(exc: Exception) -> str:
+    if isinstance(exc, ConfigRejected):
+        error = exc.error
+        code = f"{error['code']}: " if error.get("code") else ""
+        return f"the target refused the suite's own instances (conformance/instances.json): {code}{error.get('message', '')}"
+    return f"{exc}, started with the suite's own instances (conformance/instances.json)"
 
 
 def _setup_outcome(case: Case, expected: Any, actual: Any) -> CaseOutcome:

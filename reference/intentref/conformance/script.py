@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .headline import kind_headline
 from .targets import Reply, Run, Session, TargetUnsupported
 from .values import FixtureError, History, Unresolved, generate, match
 
@@ -69,6 +70,9 @@ def run_case(case: dict[str, Any], run: Run, transport: str) -> CaseOutcome:
             if not _is_reply(reply.value):
                 raise TargetBroke(f"step {index} ({op}) returned something that is not a BridgeReply: {reply.value!r:.300}")
             mismatches = [f"step {index} ({op}) {m}" for m in match(step["expect"], reply.value, "", history)]
+            headline = kind_headline(step["expect"], reply.value, history) if mismatches else None
+            if headline is not None:  # D-CNF-031: another kind of reply is said first, in plain words
+                mismatches.insert(0, f"step {index} ({op}): {headline}")
             envelope = reply.envelope if "envelope" in step else None
             if envelope is not None:
                 mismatches += [f"step {index} envelope {m}" for m in match(step["envelope"], envelope, "", history)]

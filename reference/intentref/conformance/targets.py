@@ -10,6 +10,8 @@ is the floor every other target is compared with.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -26,6 +28,23 @@ class TargetUnsupported(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class TargetCannotStart(Exception):
+    """The target cannot start at all, so no case can be blamed and the run stops (D-CNF-013).
+
+    Raised when its command cannot be run (not found, not executable), when nothing answers
+    at its address, or when its server exits before answering while started with the
+    suite's own instances.  The message is one line, shown as it is.
+    """
+
+
+class ServerExited(RuntimeError):
+    """A server process exited before it answered its first request.
+
+    A case's own configuration may be the reason (a run with odd options); with the
+    suite's own instances it cannot be, and the runner turns it into ``TargetCannotStart``.
+    """
 
 
 class ConfigRejected(Exception):
@@ -98,6 +117,25 @@ class Target(Protocol):
     def close(self) -> None: ...
 
 
+def program_problem(program: str) -> str | None:
+    """Why the command ``program`` (a command line's first word) cannot be run, or None.
+
+    Looked up as ``exec`` would: a name with a slash is a path, any other name is searched
+    on PATH.  Asked before any fixture is read, so a mistyped command costs no start-up at
+    all (D-CNF-013); a failure this cannot foresee (a bad interpreter line) is still caught
+    when the process starts.
+    """
+    if os.sep not in program:
+        return None if shutil.which(program) is not None else "not found on PATH"
+    if not os.path.lexists(program):
+        return "No such file or directory"
+    if os.path.isdir(program):
+        return "is a folder"
+    if not os.access(program, os.X_OK):
+        return "Permission denied"
+    return None
+
+
 def load_instances() -> dict[str, Any]:
     """The instance configurations of ``conformance/instances.json``."""
     document = json.loads((data_dir("conformance") / "instances.json").read_text("utf-8"))
@@ -139,17 +177,23 @@ class InProcessTarget:
     """The reference Bridge called directly: what mutation testing and differential checks use.
 
     ``bridge_factory`` lets a test wrap the reference (to prove the suite catches a
-    deliberately broken implementation) without touching the runner.
+    deliberately broken implementation) without touching the runner.  The plain reference
+    declares what it takes (``capabilities``, D-CNF-030); a wrapped one declares nothing
+    unless told, and is probed: a wrapper may change what the reference honours.
     """
 
     name = "reference (in-process)"
     transport = "in-process"
 
-    def __init__(self, bridge_factory: Any = None) -> None:
+    def __init__(self, bridge_factory: Any = None, capabilities: Any = None) -> None:
         if bridge_factory is None:
             from ..bridge import create_intent_bridge
+            from .capabilities import REFERENCE_CAPABILITIES
 
             bridge_factory = create_intent_bridge
+            capabilities = REFERENCE_CAPABILITIES if capabilities is None else capabilities
+        if capabilities is not None:
+            self.capabilities = capabilities
         self._factory = bridge_factory
 
     def unsupported(self, bridge_options: dict[str, Any]) -> str | None:

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..choices import REFERENCE, Choices, chosen
+from .capabilities import REFERENCE_CAPABILITIES
 from .targets import ConfigRejected, Reply, Run, Session
 
 BridgeReply = dict[str, Any]
@@ -53,8 +54,8 @@ class Variant:
     * ``after(op, request, reply, state) -> reply`` rewrites a reply (``op`` is ``prepare``,
       ``accept``, ``cancel`` or ``config`` for a configuration error wrapped as a reply).
 
-    ``lacks`` maps a capability a case may need (``instance.repairAttempts``) to the reason
-    the variant does not offer it.
+    ``lacks`` maps a capability a case may need (``capabilities.REPAIR_ATTEMPTS``) to the
+    reason the variant does not offer it; the target then declares it does not take it.
     """
 
     name: str
@@ -75,11 +76,13 @@ def _is_reply(value: Any) -> bool:
 
 
 class _VariantSession:
-    def __init__(self, inner: Any, variants: tuple[Variant, ...], choices: Choices) -> None:
+    def __init__(self, inner: Any, variants: tuple[Variant, ...], choices: Choices, shared: State) -> None:
         self._inner = inner
         self._variants = variants
         self._choices = choices
-        self._state: State = {}
+        # Each session's own memory; ``state["bridge"]`` is shared by every session of the run
+        # (what a variant needs to tell another session's job from one never issued).
+        self._state: State = {"bridge": shared, "session": object()}
 
     def _call(self, op: str, request: Any) -> Reply:
         original = request
@@ -118,42 +121,15 @@ class _VariantRun:
         self._bridge = bridge
         self._variants = variants
         self._choices = choices
+        self._shared: State = {}
 
     def connect(self) -> Session:
         with chosen(self._choices):
-            return _VariantSession(self._bridge.connect(), self._variants, self._choices)
+            return _VariantSession(self._bridge.connect(), self._variants, self._choices, self._shared)
 
     def close(self) -> None:
         with chosen(self._choices):
             self._bridge.close()
-
-
-def case_capabilities(case: Mapping[str, Any], instances: Mapping[str, Any]) -> set[str]:
-    """What a case needs of a target beyond the seeds' own surface.
-
-    ``instance.repairAttempts``: the case builds an instance whose configuration sets
-    ``repairAttempts`` (an instance member and its range are decisions D-CFG-001, D-LIM-005).
-    """
-    needs: set[str] = set()
-    configs: list[Any] = []
-    setup = case.get("setup")
-    if isinstance(setup, Mapping) and isinstance(setup.get("instances"), Mapping):
-        configs.extend(setup["instances"].values())
-    else:
-        configs.extend(instances.get(name) for name in _instances_used(case))
-    if any(isinstance(c, Mapping) and "repairAttempts" in c for c in configs):
-        needs.add("instance.repairAttempts")
-    return needs
-
-
-def _instances_used(case: Mapping[str, Any]) -> Iterable[str]:
-    named = case.get("instances")
-    if isinstance(named, list):
-        yield from (n for n in named if isinstance(n, str))
-    for step in case.get("steps", []):
-        args = step.get("args")
-        if step.get("op") == "prepare" and isinstance(args, Mapping) and isinstance(args.get("instance"), str):
-            yield args["instance"]
 
 
 class VariantTarget:
@@ -174,19 +150,10 @@ class VariantTarget:
         self.lacks: dict[str, str] = {}
         for variant in self.variants:
             self.lacks.update(variant.lacks)
-        self._instances: Mapping[str, Any] = {}
+        # D-CNF-030: what the reference takes, less what a variant lacks, declared (not probed).
+        self.capabilities = REFERENCE_CAPABILITIES - set(self.lacks)
 
     def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
-        return None
-
-    def unsupported_case(self, case: dict[str, Any]) -> str | None:
-        from .targets import load_instances
-
-        if not self._instances:
-            self._instances = load_instances()
-        for need in sorted(case_capabilities(case, self._instances)):
-            if need in self.lacks:
-                return f"needs {need}: {self.lacks[need]}"
         return None
 
     def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run:

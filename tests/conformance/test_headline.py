@@ -1,0 +1,93 @@
+"""A reply of another kind than expected is said first, in the seeds' terms (D-CNF-031)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from intentref.conformance.fixtures import Case
+from intentref.conformance.headline import kind_headline
+from intentref.conformance.reports import parse_mismatch
+from intentref.conformance.runner import execute
+from intentref.conformance.script import FAILED
+from intentref.conformance.targets import InProcessTarget
+from intentref.conformance.values import History
+
+_JOB0 = {"jobId": {"$reply": 0, "pointer": "/jobId"}, "stepToken": {"$reply": 0, "pointer": "/stepToken"}}
+_NO_BLOCKERS = {"clarificationReason": None, "questions": [], "confirmationReason": None, "conditionReason": None}
+_CORE = {"normalizedInput": "查询订单 000123。", "primaryIntent": "查询订单 000123", "requirements": [], "prohibitions": [],
+         "intents": [{"action": "query", "target": "订单 000123", "requirements": [], "blockers": _NO_BLOCKERS}]}  # fmt: skip
+
+
+def _failure(instance: str, candidate: str, expect: Any) -> list[str]:
+    steps = [
+        {"op": "prepare", "args": {"instance": instance, "input": "查询订单 000123"}, "expect": {"$task": {}}},
+        {"op": "accept", "args": {**_JOB0, "candidateText": candidate}, "expect": expect},
+    ]
+    case = Case("TST", "t", {"id": "TST-0001", "description": "d", "requirements": ["R-BRG-001"],
+                             "level": "normative", "steps": steps})  # fmt: skip
+    [outcome] = execute([case], InProcessTarget())
+    assert outcome.outcome == FAILED
+    return outcome.mismatches
+
+
+def test_an_error_expected_and_a_repair_task_received() -> None:
+    lines = _failure("default", "not json", {"$error": {"code": "MODEL_OUTPUT_INVALID"}})
+    assert lines[0] == ("step 1 (accept): expected an error (MODEL_OUTPUT_INVALID), got a task: stage core, "
+                        "a repair task whose issues are MODEL_OUTPUT_INVALID at (root)")  # fmt: skip
+    # The JSON-Pointer list follows, unchanged.
+    assert lines[1].startswith("step 1 (accept) /: expected an error reply with code MODEL_OUTPUT_INVALID, got ")
+    shown = parse_mismatch(lines[0])
+    assert (shown.where, shown.expected) == ("step 1 (accept)", "an error (MODEL_OUTPUT_INVALID)")
+    assert shown.got is not None and shown.got.startswith("a task: stage core, a repair task")
+
+
+def test_a_task_expected_and_an_error_received() -> None:
+    lines = _failure("norepair", "not json", {"$task": {"stage": "data"}})
+    assert lines[0] == ("step 1 (accept): expected a data task, got an error: MODEL_OUTPUT_INVALID at stage core, "
+                        "issues MODEL_OUTPUT_INVALID at (root)")  # fmt: skip
+
+
+def test_a_result_expected_and_a_task_that_is_no_repair() -> None:
+    lines = _failure("order", json.dumps(_CORE, ensure_ascii=False), {"$subset": {"kind": "result"}})
+    assert lines[0] == "step 1 (accept): expected a result, got a task: stage data, not a repair task"
+
+
+def test_the_right_kind_with_a_wrong_member_gets_no_headline() -> None:
+    lines = _failure("default", "not json", {"$task": {"stage": "data"}})
+    assert lines == ['step 1 (accept) /stage: expected "data", got "core"']
+
+
+def _task(payload: Any, stage: str = "core") -> dict[str, Any]:
+    return {"kind": "task", "jobId": "j", "stepToken": "t", "stage": stage, "payload": payload}
+
+
+def test_the_repair_material_is_read_whatever_its_shape() -> None:
+    error = {"$error": {"code": "MODEL_OUTPUT_INVALID"}}
+    issues = [{"code": f"C{i}", "path": f"/data/f{i}"} for i in range(6)]
+    # payload as an object, repair as a bare list, more issues than shown
+    line = kind_headline(error, _task({"repair": issues}, "data"), History())
+    assert line == ("expected an error (MODEL_OUTPUT_INVALID), got a task: stage data, a repair task whose issues are "
+                    "C0 at /data/f0, C1 at /data/f1, C2 at /data/f2, C3 at /data/f3 and 2 more")  # fmt: skip
+    # an issue without a path, or not an object at all
+    line = kind_headline(error, _task(json.dumps({"repair": {"issues": [{"code": "X"}, "odd"]}})), History())
+    assert line is not None and line.endswith('issues are X at no path, "odd"')
+    # a payload that is not JSON, and a repair without issues
+    assert kind_headline(error, _task("{"), History()) == (
+        "expected an error (MODEL_OUTPUT_INVALID), got a task: stage core, not a repair task")
+    line = kind_headline(error, _task({"repair": {}}), History())
+    assert line is not None and line.endswith("issues are none listed")
+
+
+def test_the_kinds_a_matcher_accepts() -> None:
+    result = {"kind": "result", "result": {"intents": [{"status": "ready"}, {"status": "conditional"}]}}
+    either = {"$anyOf": [{"$task": {}}, {"$error": {}}]}
+    assert kind_headline(either, result, History()) == "expected a task or an error, got a result (ready, conditional)"
+    assert kind_headline({"$kindNot": "result"}, result, History()) is not None
+    assert kind_headline({"$kindNot": "task"}, result, History()) is None
+    history = History(replies=[_task({})])
+    assert kind_headline({"$sameAs": 0}, result, history) == "expected a task, got a result (ready, conditional)"
+    # No claim on the kind: no headline, whatever came back.
+    assert kind_headline({"$not": {"$task": {}}}, result, History()) is None
+    assert kind_headline({"$type": "object"}, result, History()) is None
+    assert kind_headline({"$error": {}}, {"kind": "other"}, History()) is None

@@ -1,0 +1,37 @@
+"""``python variant_server.py NAME --config FILE``: the reference MCP server over stdio, its Bridge a variant.
+
+NAME is a function of ``variant_targets`` (``reworded``, ``status_priority``,
+``replay_conflicts``); the server is the real ``intent-runtime-mcp`` command with the
+variant's proxy around each Bridge it creates, so a variant can be judged over the real
+MCP transport too (test_projection_fairness.py).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from intentref import mcp_cli, mcp_server
+from intentref.bridge import create_intent_bridge
+from intentref.conformance.faulty import FaultyBridge
+
+
+def main() -> int:
+    sys.path.insert(0, str(Path(__file__).parent))
+    import variant_targets  # beside this file, which is no package
+
+    proxies = {"reworded": variant_targets.DecidedDifferently, "status_priority": variant_targets.StatusPriority,
+               "replay_conflicts": variant_targets.ReplayConflicts}  # fmt: skip
+    proxy = proxies[sys.argv[1]]
+
+    def factory(config: Mapping[str, Any]) -> Any:
+        return FaultyBridge(create_intent_bridge(config), proxy(config))
+
+    mcp_server.create_intent_bridge = factory  # type: ignore[assignment]
+    return mcp_cli.main(sys.argv[2:])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
