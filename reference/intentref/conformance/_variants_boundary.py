@@ -109,6 +109,10 @@ RESPELLED_CORE_SCHEMA = Variant(
 def _payload_layout(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
     payload = _payload(reply)
     if payload is not None:
+        if reply.get("stage") == "core":
+            # Seed 000 lists the data payload's members only; this core payload leaves the
+            # language to the instructions.
+            payload.pop("structuredLanguage", None)
         _set_payload(reply, dict(reversed(list(payload.items()))), ascii_spaced=True)
     return reply
 
@@ -116,7 +120,7 @@ def _payload_layout(op: str, request: Any, reply: BridgeReply, state: State) -> 
 PAYLOAD_LAYOUT = Variant(
     name="payload-layout",
     decisions=("D-PAY-001", "D-PAY-003"),
-    summary="payload members in another order, written with ASCII escapes and spaces",
+    summary="payload members in another order, written with ASCII escapes and spaces; no structuredLanguage in the core payload",
     after=_payload_layout,
 )
 
