@@ -145,7 +145,7 @@ def load_instances() -> dict[str, Any]:
 # --- the bundled reference, in this process ------------------------------------------------
 
 
-class _InProcessSession:
+class InProcessSession:
     def __init__(self, session: Any) -> None:
         self._session = session
 
@@ -162,12 +162,14 @@ class _InProcessSession:
         self._session.close()
 
 
-class _InProcessRun:
+class InProcessRun:
+    """A run over any object with the Bridge's ``connect()`` / ``close()`` and dict replies."""
+
     def __init__(self, bridge: Any) -> None:
         self._bridge = bridge
 
     def connect(self) -> Session:
-        return _InProcessSession(self._bridge.connect())
+        return InProcessSession(self._bridge.connect())
 
     def close(self) -> None:
         self._bridge.close()
@@ -205,7 +207,7 @@ class InProcessTarget:
 
         try:
             built = {name: Intent(config) for name, config in instances.items()}
-            return _InProcessRun(self._factory({"instances": built, **bridge_options}))
+            return InProcessRun(self._factory({"instances": built, **bridge_options}))
         except IntentParseError as exc:
             raise ConfigRejected(exc.to_json()) from None
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from ..choices import REFERENCE, Choices, chosen
 from .capabilities import REFERENCE_CAPABILITIES
-from .targets import ConfigRejected, Reply, Run, Session
+from .targets import ConfigRejected, InProcessRun, Run
 
 BridgeReply = dict[str, Any]
 State = dict[str, Any]  # one session's memory, shared by the hooks of that session
@@ -140,34 +140,6 @@ class VariantBridge:
             self._bridge.close()
 
 
-class _Session:
-    def __init__(self, session: VariantSession) -> None:
-        self._session = session
-
-    def prepare(self, request: Any) -> Reply:
-        return Reply(self._session.prepare(request))
-
-    def accept(self, request: Any) -> Reply:
-        return Reply(self._session.accept(request))
-
-    def cancel(self, request: Any) -> Reply:
-        return Reply(self._session.cancel(request))
-
-    def close(self) -> None:
-        self._session.close()
-
-
-class _Run:
-    def __init__(self, bridge: VariantBridge) -> None:
-        self._bridge = bridge
-
-    def connect(self) -> Session:
-        return _Session(self._bridge.connect())
-
-    def close(self) -> None:
-        self._bridge.close()
-
-
 class VariantTarget:
     """The in-process reference Bridge with the decisions of ``variants`` taken their way."""
 
@@ -222,7 +194,7 @@ class VariantTarget:
             from .faulty import McpModelRun
 
             return McpModelRun(variant_bridge, invert_is_error=False)
-        return _Run(variant_bridge)
+        return InProcessRun(variant_bridge)
 
     def close(self) -> None:
         pass
