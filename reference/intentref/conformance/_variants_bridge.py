@@ -103,8 +103,9 @@ SMALLER_CAPACITY_DEFAULTS = Variant(
     name="smaller-capacity-defaults",
     decisions=("D-LIM-001",),
     summary="capacity defaults maxJobs 64, maxReplayEntries 256, maxReplayBytes 8 MiB",
-    choices=replace_choices(default_max_jobs=64, default_max_replay_entries=256,
-                            default_max_replay_bytes=8 * 1024 * 1024),  # fmt: skip
+    choices=replace_choices(
+        default_max_jobs=64, default_max_replay_entries=256, default_max_replay_bytes=8 * 1024 * 1024
+    ),
 )
 
 
@@ -119,7 +120,7 @@ CLOSED_SESSIONS_KEEP_RECORDS = Variant(
     name="closed-sessions-keep-records",
     decisions=("D-BRG-004", "D-BRG-005"),
     summary="close ends active jobs as cancelled and keeps every record until reclaimed; "
-            "the closed session still answers for them",
+    "the closed session still answers for them",
     choices=replace_choices(closed_sessions_keep_records=True),
 )
 
@@ -144,7 +145,7 @@ STEP_BUDGET_ESTIMATED = Variant(
     name="step-budget-estimated",
     decisions=("D-BRG-010",),
     summary="a step is refused unless an upper estimate of its record fits "
-            "(old record kept whole + candidate + new task twice)",
+    "(old record kept whole + candidate + new task twice)",
     choices=replace_choices(step_budget_estimated=True),
 )
 
@@ -167,6 +168,28 @@ CAPACITY_BEFORE_REQUEST = Variant(
     decisions=("D-BRG-012",),
     summary="maxJobs and maxReplayEntries are checked before the prepare request is judged",
     choices=replace_choices(capacity_before_request=True),
+)
+
+
+def _capacity_refusal_at_input(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    err = reply.get("error") if reply.get("kind") == "error" else None
+    if (
+        op == "prepare"
+        and isinstance(err, dict)
+        and err.get("code") == "LIMIT_EXCEEDED"
+        and err.get("stage") == "bridge"
+    ):
+        err["stage"] = "input"
+    return reply
+
+
+# D-BRG-012 refuses a job the Bridge has no room for at stage bridge.  Seed 004 says only that
+# the stage is where the error happened; a Bridge may say the request itself was refused.
+CAPACITY_REFUSAL_AT_INPUT = Variant(
+    name="capacity-refusal-at-input",
+    decisions=("D-BRG-012",),
+    summary="a prepare refused for capacity is LIMIT_EXCEEDED at stage input",
+    after=_capacity_refusal_at_input,
 )
 
 # D-BRG-013 reclaims oldest-terminated first.  The seed says only that terminal records go
@@ -210,6 +233,7 @@ VARIANTS: tuple[Variant, ...] = (
     STEP_BUDGET_ESTIMATED,
     RECORD_OVERHEAD_COUNTED,
     CAPACITY_BEFORE_REQUEST,
+    CAPACITY_REFUSAL_AT_INPUT,
     RECLAIM_OLDEST_CREATED,
     JOB_TTL_PER_TASK,
     EXPIRED_JOBS_DROPPED,
