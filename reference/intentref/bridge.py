@@ -318,7 +318,8 @@ class _Step(NamedTuple):
 class _Record:
     """Everything the Bridge keeps about one job (spec: R-CAP-008 -- one record per job)."""
 
-    __slots__ = ("end", "expires_at", "job", "job_id", "nbytes", "owner", "rejected", "steps", "token")
+    __slots__ = ("deadline", "end", "expires_at", "job", "job_id", "nbytes", "owner", "rejected", "steps",
+                 "token")  # fmt: skip
 
     def __init__(self, job_id: str, owner: BridgeSession, job: Job, token: str, task_bytes: int,
                  expires_at: str | None) -> None:  # fmt: skip
@@ -334,6 +335,8 @@ class _Record:
         self.nbytes = task_bytes
         # Only under a variant of D-BRG-009: refused submissions, (token, digest) -> reply.
         self.rejected: dict[tuple[bytes, bytes], bytes] = {}
+        # Only under a variant of D-BRG-016: the monotonic deadline that ends the whole record.
+        self.deadline = 0.0
 
     @property
     def active(self) -> bool:
@@ -416,14 +419,16 @@ class _Store:
         """
         self.chosen = current()
         now = self.clock()
-        if self.options.job_ttl_ms:
+        if self.options.job_ttl_ms and self.chosen.job_ttl_drops_record:
+            # A variant of D-BRG-016: the deadline ends the record itself, whatever its state
+            # (O(records) per call, acceptable in a conformance run).
+            for job_id in [i for i, r in self.records.items() if r.deadline <= now]:
+                self.drop(job_id)
+        elif self.options.job_ttl_ms:
             while self.active:
                 job_id, deadline = next(iter(self.active.items()))
                 if now < deadline:
                     break
-                if self.chosen.expired_jobs_dropped:  # a variant of D-BRG-016: no tombstone
-                    self.drop(job_id)
-                    continue
                 record = self.records[job_id]
                 assert record.job is not None
                 self.end(record, record.job.end("BRIDGE_JOB_EXPIRED", None, "bridge"), now)
@@ -464,6 +469,7 @@ class _Store:
                                "beside the active jobs.")  # fmt: skip
         # Feasible: from here on nothing can fail, so reclaiming for it is never wasted.
         record = _Record(job_id, session, job, token, size, expires_at)
+        record.deadline = deadline
         self.records[job_id] = record
         self.active[job_id] = deadline
         session._job_ids.add(job_id)
@@ -516,7 +522,7 @@ class _Store:
             record.job = trial
             record.token = _token_bytes(token_after)
             if deadline:
-                record.expires_at = expires_at
+                record.expires_at, record.deadline = expires_at, deadline
                 self.active[record.job_id] = deadline
                 self.active.move_to_end(record.job_id)  # one TTL: renewal keeps deadline order
         else:

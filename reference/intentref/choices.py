@@ -98,9 +98,10 @@ class Choices:
     # D-BRG-016: a job's deadline is its prepare time + jobTtlMs, the same for all its tasks.
     # True: every new task renews it (an idle timeout) and carries the new expiresAt.
     job_ttl_per_task: bool = False
-    # D-BRG-016: an expired job stays as a terminal record answering BRIDGE_JOB_EXPIRED.
-    # True: it is dropped at once and answers BRIDGE_JOB_NOT_FOUND.
-    expired_jobs_dropped: bool = False
+    # D-BRG-016: an expired job stays as a terminal record answering BRIDGE_JOB_EXPIRED, and
+    # a job finished in time keeps its record.  True: jobTtlMs bounds the job's whole record:
+    # at the deadline it is dropped, active or finished, and answers BRIDGE_JOB_NOT_FOUND.
+    job_ttl_drops_record: bool = False
 
     def but(self, **changes: Any) -> Choices:
         """These choices with some fields changed (unknown names raise TypeError)."""

@@ -319,18 +319,32 @@ def test_job_ttl_per_task() -> None:
     assert variant[2]["kind"] == "result"
 
 
-def test_expired_jobs_dropped() -> None:
-    # spec: D-BRG-016 -- an expired job: a terminal record, or gone.
-    def scenario() -> tuple[Any, dict[str, int]]:
+def test_job_ttl_drops_record() -> None:
+    # spec: D-BRG-016 -- at the deadline: an expired terminal record and a kept result, or both gone.
+    def scenario() -> tuple[Any, dict[str, int], Any, Any]:
         clock = _Clock()
         bridge = _bridge({"jobTtlMs": 1000}, clock=clock, wall_clock=clock)
         session = bridge.connect()
         task = session.prepare({"instance": "order", "input": INPUT})
-        clock.now += 1000
-        return session.cancel({"jobId": task["jobId"]}), bridge.stats()
+        done = session.prepare({"instance": "default", "input": INPUT})
+        result = session.accept(
+            {"jobId": done["jobId"], "stepToken": done["stepToken"], "candidateText": CORE}
+        )
+        clock.now += 999
+        before = session.cancel({"jobId": done["jobId"]})
+        clock.now += 1
+        return (
+            session.cancel({"jobId": task["jobId"]}),
+            bridge.stats(),
+            session.cancel({"jobId": done["jobId"]}),
+            (result == before),
+        )
 
-    reference, variant = _both("expired-jobs-dropped", scenario)
-    assert _code(reference[0]) == "BRIDGE_JOB_EXPIRED" and reference[1]["records"] == 1
+    reference, variant = _both("job-ttl-drops-record", scenario)
+    assert reference[3] is variant[3] is True  # before the deadline both keep the result
+    assert _code(reference[0]) == "BRIDGE_JOB_EXPIRED" and reference[1]["records"] == 2
+    assert reference[2]["kind"] == "result"
+    assert _code(variant[2]) == "BRIDGE_JOB_NOT_FOUND"
     assert _code(variant[0]) == "BRIDGE_JOB_NOT_FOUND" and variant[1] == {"activeJobs": 0, "records": 0,
                                                                           "replayBytes": 0}  # fmt: skip
 

@@ -214,11 +214,12 @@ JOB_TTL_PER_TASK = Variant(
     choices=replace_choices(job_ttl_per_task=True),
 )
 
-EXPIRED_JOBS_DROPPED = Variant(
-    name="expired-jobs-dropped",
+JOB_TTL_DROPS_RECORD = Variant(
+    name="job-ttl-drops-record",
     decisions=("D-BRG-016",),
-    summary="an expired job is dropped at once and answers BRIDGE_JOB_NOT_FOUND",
-    choices=replace_choices(expired_jobs_dropped=True),
+    summary="jobTtlMs bounds the whole record: at the deadline it is dropped, active or finished, "
+    "and answers BRIDGE_JOB_NOT_FOUND",
+    choices=replace_choices(job_ttl_drops_record=True),
 )
 
 
@@ -236,5 +237,5 @@ VARIANTS: tuple[Variant, ...] = (
     CAPACITY_REFUSAL_AT_INPUT,
     RECLAIM_OLDEST_CREATED,
     JOB_TTL_PER_TASK,
-    EXPIRED_JOBS_DROPPED,
+    JOB_TTL_DROPS_RECORD,
 )
