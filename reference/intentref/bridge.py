@@ -659,11 +659,14 @@ class BridgeSession:
             return _error_reply(exc)
 
     def _accept(self, request: Any) -> Reply:
+        closed = self._closed_choices()
+        if closed is not None and closed.closed_calls_unchecked:
+            raise _not_found()  # a variant of D-BRG-004: no parameter check on a closed session
         members = _read_members(request, ACCEPT_KEYS)
         job_id, step_token, candidate_text = (_required_text(members, name) for name in ACCEPT_KEYS)
         store = self._store
-        if self._answers_not_found():  # D-BRG-004 -- the jobs went with the session (spec: R-IDM-005)
-            raise _not_found()
+        if closed is not None and not closed.closed_sessions_keep_records:
+            raise _not_found()  # D-BRG-004 -- the jobs went with the session (spec: R-IDM-005)
         now = store.sweep()
         record = store.lookup(self, job_id)
         if record is None:  # spec: R-IDM-006
@@ -695,6 +698,9 @@ class BridgeSession:
             return _error_reply(exc)
 
     def _cancel(self, request: Any) -> Reply:
+        closed = self._closed_choices()
+        if closed is not None and closed.closed_calls_unchecked:
+            raise _not_found()  # a variant of D-BRG-004: no parameter check on a closed session
         members = _read_members(request, CANCEL_KEYS)
         job_id = _required_text(members, "jobId")
         outcome = DEFAULT_OUTCOME
@@ -708,8 +714,8 @@ class BridgeSession:
             if utf8_length(detail) > MAX_CANCEL_DETAIL_BYTES:  # spec: R-CAN-003, R-CAN-004
                 raise _bridge_input_error("/detail", f"detail exceeds {MAX_CANCEL_DETAIL_BYTES} UTF-8 bytes.")
         store = self._store
-        if self._answers_not_found():  # D-BRG-004
-            raise _not_found()
+        if closed is not None and not closed.closed_sessions_keep_records:
+            raise _not_found()  # D-BRG-004
         now = store.sweep()
         record = store.lookup(self, job_id)
         if record is None:  # spec: R-CAN-009
@@ -720,13 +726,13 @@ class BridgeSession:
 
     # --- close -----------------------------------------------------------------------------
 
-    def _answers_not_found(self) -> bool:
-        """Whether a closed session answers BRIDGE_JOB_NOT_FOUND without looking (D-BRG-004)."""
-        if not self.closed:
-            return False
-        # Under a variant of D-BRG-004 and D-BRG-005 a closed session still answers for the
-        # records it kept; the current call's choices are read here, as it starts.
-        return not current().closed_sessions_keep_records
+    def _closed_choices(self) -> Choices | None:
+        """None while open; once closed, the call's choices that say how it is answered (D-BRG-004).
+
+        Read once as an accept or cancel starts.  Under variants of D-BRG-004 / D-BRG-005 a
+        closed session skips the parameter checks, or still answers for the records it kept.
+        """
+        return current() if self.closed else None
 
     def close(self) -> None:
         """Release every job of this session, active or retained (spec: R-LIF-012, D-BRG-005)."""

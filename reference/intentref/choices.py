@@ -81,6 +81,9 @@ class Choices:
     # BRIDGE_JOB_NOT_FOUND.  True: close ends the active jobs (as a cancel would) and keeps
     # every record until it is reclaimed; the closed session still answers for them.
     closed_sessions_keep_records: bool = False
+    # D-BRG-004: accept and cancel on a closed session check their parameters, then answer
+    # BRIDGE_JOB_NOT_FOUND.  True: they answer BRIDGE_JOB_NOT_FOUND without any check.
+    closed_calls_unchecked: bool = False
     # D-BRG-009: a refused submission (oversized, over the byte budget) is not recorded.  True:
     # its reply is kept against its token and text, and the same text on that token replays it.
     rejections_replayed: bool = False

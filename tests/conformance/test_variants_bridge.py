@@ -194,6 +194,21 @@ def test_closed_sessions_keep_records() -> None:
     assert variant[3] == variant[2]  # its open step answers how it ended (D-BRG-008)
 
 
+def test_closed_calls_unchecked() -> None:
+    # spec: D-BRG-004 -- a malformed call on a closed session.
+    def scenario() -> tuple[Any, Any]:
+        session = _bridge().connect()
+        session.close()
+        return session.accept({"jobId": 7}), session.cancel({"jobId": "x", "outcome": "later"})
+
+    reference, variant = _both("closed-calls-unchecked", scenario)
+    assert [(_code(r), r["error"]["issues"][0]["path"]) for r in reference] == [
+        ("INPUT_INVALID", "/jobId"),
+        ("INPUT_INVALID", "/outcome"),
+    ]
+    assert [_code(r) for r in variant] == ["BRIDGE_JOB_NOT_FOUND"] * 2
+
+
 # --------------------------------------------------------------------------- submissions
 
 

@@ -125,6 +125,17 @@ CLOSED_SESSIONS_KEEP_RECORDS = Variant(
 )
 
 
+# D-BRG-004 checks an accept's or cancel's parameters before answering that a closed session
+# holds no job.  The seeds let parameter checks and a closed connection be answered in any
+# order, or raised (#调用错误与任务状态).
+CLOSED_CALLS_UNCHECKED = Variant(
+    name="closed-calls-unchecked",
+    decisions=("D-BRG-004",),
+    summary="accept and cancel on a closed session answer BRIDGE_JOB_NOT_FOUND before checking parameters",
+    choices=replace_choices(closed_calls_unchecked=True),
+)
+
+
 # --------------------------------------------------------------------------- submissions
 
 
@@ -230,6 +241,7 @@ VARIANTS: tuple[Variant, ...] = (
     CONFIG_FAULTS_ALL_LISTED,
     SMALLER_CAPACITY_DEFAULTS,
     CLOSED_SESSIONS_KEEP_RECORDS,
+    CLOSED_CALLS_UNCHECKED,
     REJECTIONS_REPLAYED,
     STEP_BUDGET_ESTIMATED,
     RECORD_OVERHEAD_COUNTED,
