@@ -396,6 +396,8 @@ class _Store:
         self.total_bytes = 0
         # The switchable decisions of the call in progress, read once as it starts (sweep).
         self.chosen = current()
+        # Only under a variant of D-BRG-016: jobs the replay TTL dropped, with their owner.
+        self.tombstones: dict[str, BridgeSession] = {}
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -405,6 +407,15 @@ class _Store:
         if record is None or record.owner is not session:
             return None
         return record
+
+    def missing(self, session: BridgeSession, job_id: str) -> IntentParseError:
+        """The answer for a job ``session`` does not hold: not found (D-BRG-003)."""
+        if self.tombstones.get(job_id) is session:
+            # A variant of D-BRG-016: a job the replay TTL dropped says it expired.
+            message = "The retained replies of this job expired (replayTtlMs)."
+            return error("BRIDGE_JOB_EXPIRED", "bridge", message,
+                         [self_issue("BRIDGE_JOB_EXPIRED", "/jobId", message)])  # fmt: skip
+        return _not_found()
 
     def stats(self) -> dict[str, int]:
         return {"activeJobs": len(self.active), "records": len(self.records), "replayBytes": self.total_bytes}
@@ -437,6 +448,8 @@ class _Store:
                 job_id, ended_at = next(iter(self.terminal.items()))
                 if now < ended_at + self.options.replay_ttl_ms:
                     break
+                if self.chosen.replay_ttl_tombstones:
+                    self.tombstones[job_id] = self.records[job_id].owner
                 self.drop(job_id)
         return now
 
@@ -670,7 +683,7 @@ class BridgeSession:
         now = store.sweep()
         record = store.lookup(self, job_id)
         if record is None:  # spec: R-IDM-006
-            raise _not_found()
+            raise store.missing(self, job_id)
         token = _token_bytes(step_token)
         digest = _digest(candidate_text)
         if record.rejected and (token, digest) in record.rejected:  # only under a variant of D-BRG-009
@@ -719,7 +732,7 @@ class BridgeSession:
         now = store.sweep()
         record = store.lookup(self, job_id)
         if record is None:  # spec: R-CAN-009
-            raise _not_found()
+            raise store.missing(self, job_id)
         if record.job is None:  # spec: R-CAN-008 -- the original terminal reply, maybe a result
             return _fresh(record.terminal_reply())
         return _fresh(store.end(record, record.job.cancel(outcome, detail), now))

@@ -105,6 +105,9 @@ class Choices:
     # a job finished in time keeps its record.  True: jobTtlMs bounds the job's whole record:
     # at the deadline it is dropped, active or finished, and answers BRIDGE_JOB_NOT_FOUND.
     job_ttl_drops_record: bool = False
+    # D-BRG-016: a record the replay TTL dropped answers BRIDGE_JOB_NOT_FOUND like any other.
+    # True: the session that owned it is told BRIDGE_JOB_EXPIRED (a tombstone is kept).
+    replay_ttl_tombstones: bool = False
 
     def but(self, **changes: Any) -> Choices:
         """These choices with some fields changed (unknown names raise TypeError)."""

@@ -364,6 +364,31 @@ def test_job_ttl_drops_record() -> None:
                                                                           "replayBytes": 0}  # fmt: skip
 
 
+def test_replay_ttl_tombstone() -> None:
+    # spec: D-BRG-016 -- a record the replay TTL dropped: not found, or expired (to its owner only).
+    def scenario() -> tuple[Any, Any, Any]:
+        clock = _Clock()
+        bridge = _bridge({"replayTtlMs": 1000}, clock=clock, wall_clock=clock)
+        session = bridge.connect()
+        done = session.prepare({"instance": "default", "input": INPUT})
+        ids = {"jobId": done["jobId"], "stepToken": done["stepToken"]}
+        result = session.accept({**ids, "candidateText": CORE})
+        clock.now += 1000
+        return (
+            result,
+            session.cancel({"jobId": done["jobId"]}),
+            bridge.connect().cancel({"jobId": done["jobId"]}),
+        )
+
+    reference, variant = _both("replay-ttl-tombstone", scenario)
+    assert reference[0]["kind"] == variant[0]["kind"] == "result"
+    assert _code(reference[1]) == "BRIDGE_JOB_NOT_FOUND"
+    assert _code(variant[1]) == "BRIDGE_JOB_EXPIRED" and variant[1]["error"]["stage"] == "bridge"
+    assert (
+        _code(reference[2]) == _code(variant[2]) == "BRIDGE_JOB_NOT_FOUND"
+    )  # another session learns nothing
+
+
 def test_every_bridge_variant_is_tested_here() -> None:
     from intentref.conformance import _variants_bridge
 

@@ -233,6 +233,15 @@ JOB_TTL_DROPS_RECORD = Variant(
     choices=replace_choices(job_ttl_drops_record=True),
 )
 
+# The seeds name no code for a job dropped by the replay TTL: it is none of the cases seed 000
+# says may answer BRIDGE_JOB_NOT_FOUND (a closed connection, capacity, a restart).
+REPLAY_TTL_TOMBSTONE = Variant(
+    name="replay-ttl-tombstone",
+    decisions=("D-BRG-016",),
+    summary="a job dropped by replayTtlMs answers its owner BRIDGE_JOB_EXPIRED, not BRIDGE_JOB_NOT_FOUND",
+    choices=replace_choices(replay_ttl_tombstones=True),
+)
+
 
 VARIANTS: tuple[Variant, ...] = (
     ABSENT_INPUT_IS_BLANK,
@@ -250,4 +259,5 @@ VARIANTS: tuple[Variant, ...] = (
     RECLAIM_OLDEST_CREATED,
     JOB_TTL_PER_TASK,
     JOB_TTL_DROPS_RECORD,
+    REPLAY_TTL_TOMBSTONE,
 )
