@@ -339,7 +339,8 @@ class _Step(NamedTuple):
 class _Record:
     """Everything the Bridge keeps about one job (spec: R-CAP-008 -- one record per job)."""
 
-    __slots__ = ("end", "expires_at", "job", "job_id", "nbytes", "owner", "rejected", "steps", "token")
+    __slots__ = ("deadline", "end", "expires_at", "job", "job_id", "nbytes", "owner", "rejected", "steps",
+                 "token")  # fmt: skip
 
     def __init__(self, job_id: str, owner: BridgeSession, job: Job, token: str, task_bytes: int,
                  expires_at: str | None) -> None:  # fmt: skip
@@ -355,6 +356,8 @@ class _Record:
         self.nbytes = task_bytes
         # Only under a variant of D-BRG-009: refused submissions, (token, digest) -> reply.
         self.rejected: dict[tuple[bytes, bytes], bytes] = {}
+        # Only under a variant of D-BRG-016: the monotonic deadline that ends the whole record.
+        self.deadline = 0.0
 
     @property
     def active(self) -> bool:
@@ -414,6 +417,8 @@ class _Store:
         self.total_bytes = 0
         # The switchable decisions of the call in progress, read once as it starts (sweep).
         self.chosen = current()
+        # Only under a variant of D-BRG-016: jobs the replay TTL dropped, with their owner.
+        self.tombstones: dict[str, BridgeSession] = {}
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -423,6 +428,15 @@ class _Store:
         if record is None or record.owner is not session:
             return None
         return record
+
+    def missing(self, session: BridgeSession, job_id: str) -> IntentParseError:
+        """The answer for a job ``session`` does not hold: not found (D-BRG-003)."""
+        if self.tombstones.get(job_id) is session:
+            # A variant of D-BRG-016: a job the replay TTL dropped says it expired.
+            message = "The retained replies of this job expired (replayTtlMs)."
+            return error("BRIDGE_JOB_EXPIRED", "bridge", message,
+                         [self_issue("BRIDGE_JOB_EXPIRED", "/jobId", message)])  # fmt: skip
+        return _not_found()
 
     def stats(self) -> dict[str, int]:
         return {"activeJobs": len(self.active), "records": len(self.records), "replayBytes": self.total_bytes}
@@ -437,14 +451,16 @@ class _Store:
         """
         self.chosen = current()
         now = self.clock()
-        if self.options.job_ttl_ms:
+        if self.options.job_ttl_ms and self.chosen.job_ttl_drops_record:
+            # A variant of D-BRG-016: the deadline ends the record itself, whatever its state
+            # (O(records) per call, acceptable in a conformance run).
+            for job_id in [i for i, r in self.records.items() if r.deadline <= now]:
+                self.drop(job_id)
+        elif self.options.job_ttl_ms:
             while self.active:
                 job_id, deadline = next(iter(self.active.items()))
                 if now < deadline:
                     break
-                if self.chosen.expired_jobs_dropped:  # a variant of D-BRG-016: no tombstone
-                    self.drop(job_id)
-                    continue
                 record = self.records[job_id]
                 assert record.job is not None
                 self.end(record, record.job.end("BRIDGE_JOB_EXPIRED", None, "bridge"), now)
@@ -453,6 +469,8 @@ class _Store:
                 job_id, ended_at = next(iter(self.terminal.items()))
                 if now < ended_at + self.options.replay_ttl_ms:
                     break
+                if self.chosen.replay_ttl_tombstones:
+                    self.tombstones[job_id] = self.records[job_id].owner
                 self.drop(job_id)
         return now
 
@@ -485,6 +503,7 @@ class _Store:
                                "beside the active jobs.")  # fmt: skip
         # Feasible: from here on nothing can fail, so reclaiming for it is never wasted.
         record = _Record(job_id, session, job, token, size, expires_at)
+        record.deadline = deadline
         self.records[job_id] = record
         self.active[job_id] = deadline
         session._job_ids.add(job_id)
@@ -537,7 +556,7 @@ class _Store:
             record.job = trial
             record.token = _token_bytes(token_after)
             if deadline:
-                record.expires_at = expires_at
+                record.expires_at, record.deadline = expires_at, deadline
                 self.active[record.job_id] = deadline
                 self.active.move_to_end(record.job_id)  # one TTL: renewal keeps deadline order
         else:
@@ -674,15 +693,18 @@ class BridgeSession:
             return _error_reply(exc)
 
     def _accept(self, request: Any) -> Reply:
+        closed = self._closed_choices()
+        if closed is not None and closed.closed_calls_unchecked:
+            raise _not_found()  # a variant of D-BRG-004: no parameter check on a closed session
         members = _read_members(request, ACCEPT_KEYS)
         job_id, step_token, candidate_text = (_required_text(members, name) for name in ACCEPT_KEYS)
         store = self._store
-        if self._answers_not_found():  # D-BRG-004 -- the jobs went with the session (spec: R-IDM-005)
-            raise _not_found()
+        if closed is not None and not closed.closed_sessions_keep_records:
+            raise _not_found()  # D-BRG-004 -- the jobs went with the session (spec: R-IDM-005)
         now = store.sweep()
         record = store.lookup(self, job_id)
         if record is None:  # spec: R-IDM-006
-            raise _not_found()
+            raise store.missing(self, job_id)
         token = _token_bytes(step_token)
         digest = _digest(candidate_text)
         if record.rejected and (token, digest) in record.rejected:  # only under a variant of D-BRG-009
@@ -710,6 +732,9 @@ class BridgeSession:
             return _error_reply(exc)
 
     def _cancel(self, request: Any) -> Reply:
+        closed = self._closed_choices()
+        if closed is not None and closed.closed_calls_unchecked:
+            raise _not_found()  # a variant of D-BRG-004: no parameter check on a closed session
         members = _read_members(request, CANCEL_KEYS)
         job_id = _required_text(members, "jobId")
         outcome = DEFAULT_OUTCOME
@@ -723,25 +748,25 @@ class BridgeSession:
             if utf8_length(detail) > MAX_CANCEL_DETAIL_BYTES:  # spec: R-CAN-003, R-CAN-004
                 raise _bridge_input_error("/detail", f"detail exceeds {MAX_CANCEL_DETAIL_BYTES} UTF-8 bytes.")
         store = self._store
-        if self._answers_not_found():  # D-BRG-004
-            raise _not_found()
+        if closed is not None and not closed.closed_sessions_keep_records:
+            raise _not_found()  # D-BRG-004
         now = store.sweep()
         record = store.lookup(self, job_id)
         if record is None:  # spec: R-CAN-009
-            raise _not_found()
+            raise store.missing(self, job_id)
         if record.job is None:  # spec: R-CAN-008 -- the original terminal reply, maybe a result
             return _fresh(record.terminal_reply())
         return _fresh(store.end(record, record.job.cancel(outcome, detail), now))
 
     # --- close -----------------------------------------------------------------------------
 
-    def _answers_not_found(self) -> bool:
-        """Whether a closed session answers BRIDGE_JOB_NOT_FOUND without looking (D-BRG-004)."""
-        if not self.closed:
-            return False
-        # Under a variant of D-BRG-004 and D-BRG-005 a closed session still answers for the
-        # records it kept; the current call's choices are read here, as it starts.
-        return not current().closed_sessions_keep_records
+    def _closed_choices(self) -> Choices | None:
+        """None while open; once closed, the call's choices that say how it is answered (D-BRG-004).
+
+        Read once as an accept or cancel starts.  Under variants of D-BRG-004 / D-BRG-005 a
+        closed session skips the parameter checks, or still answers for the records it kept.
+        """
+        return current() if self.closed else None
 
     def close(self) -> None:
         """Release every job of this session, active or retained (spec: R-LIF-012, D-BRG-005)."""

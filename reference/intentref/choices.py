@@ -81,6 +81,9 @@ class Choices:
     # BRIDGE_JOB_NOT_FOUND.  True: close ends the active jobs (as a cancel would) and keeps
     # every record until it is reclaimed; the closed session still answers for them.
     closed_sessions_keep_records: bool = False
+    # D-BRG-004: accept and cancel on a closed session check their parameters, then answer
+    # BRIDGE_JOB_NOT_FOUND.  True: they answer BRIDGE_JOB_NOT_FOUND without any check.
+    closed_calls_unchecked: bool = False
     # D-BRG-009: a refused submission (oversized, over the byte budget) is not recorded.  True:
     # its reply is kept against its token and text, and the same text on that token replays it.
     rejections_replayed: bool = False
@@ -98,9 +101,13 @@ class Choices:
     # D-BRG-016: a job's deadline is its prepare time + jobTtlMs, the same for all its tasks.
     # True: every new task renews it (an idle timeout) and carries the new expiresAt.
     job_ttl_per_task: bool = False
-    # D-BRG-016: an expired job stays as a terminal record answering BRIDGE_JOB_EXPIRED.
-    # True: it is dropped at once and answers BRIDGE_JOB_NOT_FOUND.
-    expired_jobs_dropped: bool = False
+    # D-BRG-016: an expired job stays as a terminal record answering BRIDGE_JOB_EXPIRED, and
+    # a job finished in time keeps its record.  True: jobTtlMs bounds the job's whole record:
+    # at the deadline it is dropped, active or finished, and answers BRIDGE_JOB_NOT_FOUND.
+    job_ttl_drops_record: bool = False
+    # D-BRG-016: a record the replay TTL dropped answers BRIDGE_JOB_NOT_FOUND like any other.
+    # True: the session that owned it is told BRIDGE_JOB_EXPIRED (a tombstone is kept).
+    replay_ttl_tombstones: bool = False
 
     def but(self, **changes: Any) -> Choices:
         """These choices with some fields changed (unknown names raise TypeError)."""

@@ -103,8 +103,9 @@ SMALLER_CAPACITY_DEFAULTS = Variant(
     name="smaller-capacity-defaults",
     decisions=("D-LIM-001",),
     summary="capacity defaults maxJobs 64, maxReplayEntries 256, maxReplayBytes 8 MiB",
-    choices=replace_choices(default_max_jobs=64, default_max_replay_entries=256,
-                            default_max_replay_bytes=8 * 1024 * 1024),
+    choices=replace_choices(
+        default_max_jobs=64, default_max_replay_entries=256, default_max_replay_bytes=8 * 1024 * 1024
+    ),
 )
 
 
@@ -119,8 +120,19 @@ CLOSED_SESSIONS_KEEP_RECORDS = Variant(
     name="closed-sessions-keep-records",
     decisions=("D-BRG-004", "D-BRG-005"),
     summary="close ends active jobs as cancelled and keeps every record until reclaimed; "
-            "the closed session still answers for them",
+    "the closed session still answers for them",
     choices=replace_choices(closed_sessions_keep_records=True),
+)
+
+
+# D-BRG-004 checks an accept's or cancel's parameters before answering that a closed session
+# holds no job.  The seeds let parameter checks and a closed connection be answered in any
+# order, or raised (#调用错误与任务状态).
+CLOSED_CALLS_UNCHECKED = Variant(
+    name="closed-calls-unchecked",
+    decisions=("D-BRG-004",),
+    summary="accept and cancel on a closed session answer BRIDGE_JOB_NOT_FOUND before checking parameters",
+    choices=replace_choices(closed_calls_unchecked=True),
 )
 
 
@@ -144,7 +156,7 @@ STEP_BUDGET_ESTIMATED = Variant(
     name="step-budget-estimated",
     decisions=("D-BRG-010",),
     summary="a step is refused unless an upper estimate of its record fits "
-            "(old record kept whole + candidate + new task twice)",
+    "(old record kept whole + candidate + new task twice)",
     choices=replace_choices(step_budget_estimated=True),
 )
 
@@ -169,6 +181,28 @@ CAPACITY_BEFORE_REQUEST = Variant(
     choices=replace_choices(capacity_before_request=True),
 )
 
+
+def _capacity_refusal_at_input(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    err = reply.get("error") if reply.get("kind") == "error" else None
+    if (
+        op == "prepare"
+        and isinstance(err, dict)
+        and err.get("code") == "LIMIT_EXCEEDED"
+        and err.get("stage") == "bridge"
+    ):
+        err["stage"] = "input"
+    return reply
+
+
+# D-BRG-012 refuses a job the Bridge has no room for at stage bridge.  Seed 004 says only that
+# the stage is where the error happened; a Bridge may say the request itself was refused.
+CAPACITY_REFUSAL_AT_INPUT = Variant(
+    name="capacity-refusal-at-input",
+    decisions=("D-BRG-012",),
+    summary="a prepare refused for capacity is LIMIT_EXCEEDED at stage input",
+    after=_capacity_refusal_at_input,
+)
+
 # D-BRG-013 reclaims oldest-terminated first.  The seed says only that terminal records go
 # first and active jobs never (#配置与容量).
 RECLAIM_OLDEST_CREATED = Variant(
@@ -191,11 +225,21 @@ JOB_TTL_PER_TASK = Variant(
     choices=replace_choices(job_ttl_per_task=True),
 )
 
-EXPIRED_JOBS_DROPPED = Variant(
-    name="expired-jobs-dropped",
+JOB_TTL_DROPS_RECORD = Variant(
+    name="job-ttl-drops-record",
     decisions=("D-BRG-016",),
-    summary="an expired job is dropped at once and answers BRIDGE_JOB_NOT_FOUND",
-    choices=replace_choices(expired_jobs_dropped=True),
+    summary="jobTtlMs bounds the whole record: at the deadline it is dropped, active or finished, "
+    "and answers BRIDGE_JOB_NOT_FOUND",
+    choices=replace_choices(job_ttl_drops_record=True),
+)
+
+# The seeds name no code for a job dropped by the replay TTL: it is none of the cases seed 000
+# says may answer BRIDGE_JOB_NOT_FOUND (a closed connection, capacity, a restart).
+REPLAY_TTL_TOMBSTONE = Variant(
+    name="replay-ttl-tombstone",
+    decisions=("D-BRG-016",),
+    summary="a job dropped by replayTtlMs answers its owner BRIDGE_JOB_EXPIRED, not BRIDGE_JOB_NOT_FOUND",
+    choices=replace_choices(replay_ttl_tombstones=True),
 )
 
 
@@ -206,11 +250,14 @@ VARIANTS: tuple[Variant, ...] = (
     CONFIG_FAULTS_ALL_LISTED,
     SMALLER_CAPACITY_DEFAULTS,
     CLOSED_SESSIONS_KEEP_RECORDS,
+    CLOSED_CALLS_UNCHECKED,
     REJECTIONS_REPLAYED,
     STEP_BUDGET_ESTIMATED,
     RECORD_OVERHEAD_COUNTED,
     CAPACITY_BEFORE_REQUEST,
+    CAPACITY_REFUSAL_AT_INPUT,
     RECLAIM_OLDEST_CREATED,
     JOB_TTL_PER_TASK,
-    EXPIRED_JOBS_DROPPED,
+    JOB_TTL_DROPS_RECORD,
+    REPLAY_TTL_TOMBSTONE,
 )
