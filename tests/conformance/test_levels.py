@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -166,6 +167,13 @@ def _transcript(target: Any) -> list[Any]:
     seen.append(s.cancel({"jobId": task["jobId"], "detail": "stop"}).value)
     seen.append(s.accept({"jobId": task["jobId"], "stepToken": data["stepToken"], "candidateText": "{}"}).value)
     seen.append(s.cancel({"jobId": task["jobId"], "outcome": None}).value)
+    run.close()
+    # The deprecated replay TTL, with a job left untouched past it.
+    run = target.open(instances, {"replayTtlMs": 1})
+    s = run.connect()
+    idle = s.prepare({"instance": "default", "input": "hi"}).value
+    time.sleep(0.01)
+    seen.append(s.accept({"jobId": idle["jobId"], "stepToken": idle["stepToken"], "candidateText": core}).value)
     run.close()
     # Tokens are random: name each by the order it first appeared in, so that only what the
     # variant decided differently can tell two transcripts apart.

@@ -819,6 +819,41 @@ REPEATED_FIELD_REFUSED = Variant(
 )
 
 
+def _replay_ttl_bounds_idle_jobs(op: str, request: Any, state: State) -> Any:
+    """With replayTtlMs set, a job untouched for that long is gone, active or not."""
+    import time
+
+    ttl = state["bridge"]["options"].get("replayTtlMs") or 0
+    touched = state.setdefault("touched", {})
+    job = request.get("jobId") if isinstance(request, dict) else None
+    now = time.monotonic() * 1000
+    if ttl > 0 and op in ("accept", "cancel") and job in touched and now - touched[job] >= ttl:
+        message = "No job with this jobId is held."
+        return _error_reply("BRIDGE_JOB_NOT_FOUND", "bridge", message,
+                            [{"code": "BRIDGE_JOB_NOT_FOUND", "category": "input", "path": "/jobId", "message": message}])  # fmt: skip
+    return request
+
+
+def _touch(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    import time
+
+    job = reply.get("jobId") if reply.get("kind") == "task" else None
+    if job is None and isinstance(request, dict) and op in ("accept", "cancel") and _error(reply) is None:
+        job = request.get("jobId")
+    if isinstance(job, str):
+        state.setdefault("touched", {})[job] = time.monotonic() * 1000
+    return reply
+
+
+REPLAY_TTL_BOUNDS_IDLE_JOBS = Variant(
+    name="replay-ttl-bounds-idle-jobs",
+    decisions=("D-BRG-016",),
+    summary="replayTtlMs also drops an active job left untouched that long",
+    before=_replay_ttl_bounds_idle_jobs,
+    after=_touch,
+)
+
+
 VARIANTS = (
     REWORDED,
     RESPELLED_CORE_SCHEMA,
@@ -852,4 +887,5 @@ VARIANTS = (
     CANCEL_AT_BRIDGE,
     DETAIL_KEPT_VERBATIM,
     REPEATED_FIELD_REFUSED,
+    REPLAY_TTL_BOUNDS_IDLE_JOBS,
 )

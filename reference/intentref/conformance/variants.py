@@ -125,11 +125,12 @@ class VariantSession:
 class VariantBridge:
     """The reference Bridge of a variant: ``connect()`` gives ``VariantSession``s."""
 
-    def __init__(self, bridge: Any, variants: tuple[Variant, ...], choices: Choices) -> None:
+    def __init__(self, bridge: Any, variants: tuple[Variant, ...], choices: Choices,
+                 options: Mapping[str, Any] | None = None) -> None:  # fmt: skip
         self._bridge = bridge
         self._variants = variants
         self._choices = choices
-        self._shared: State = {}
+        self._shared: State = {"options": dict(options or {})}  # the Bridge options of the run
 
     def connect(self) -> VariantSession:
         with chosen(self._choices):
@@ -189,7 +190,7 @@ class VariantTarget:
                     if variant.after is not None:
                         reply = variant.after("config", None, reply, {})
                 raise ConfigRejected(reply["error"]) from None
-        variant_bridge = VariantBridge(bridge, self.variants, self.choices)
+        variant_bridge = VariantBridge(bridge, self.variants, self.choices, bridge_options)
         if self.envelope:
             from .faulty import McpModelRun
 
