@@ -66,6 +66,29 @@ class Choices:
     max_enum_values: int = limits.MAX_ENUM_VALUES
     max_repair_attempts: int = limits.MAX_REPAIR_ATTEMPTS
 
+    # D-JSON-002: a lone surrogate in a candidate makes it invalid.  False: each one is read
+    # as U+FFFD, as a JavaScript host's TextDecoder would hand the text over.
+    candidate_lone_surrogates_refused: bool = True
+    # D-JSON-003: an integral value beyond the safe range is refused however it is written.
+    # False: only integer *literals* must be safe; 1e20 written as a double is that double.
+    unsafe_integral_doubles_refused: bool = True
+    # D-JSON-004: the number rules hold for every number literal of the candidate text (the
+    # whole text is at fault).  False: they hold for the values inside `data` only, and the
+    # fault is reported at that value's path.
+    number_rules_on_every_literal: bool = True
+    # D-SCH-001: `pattern` and the `regex` format follow ECMA-262 (regress).  False: Python's
+    # `re` (what a plain Draft-7 validator in Python does).
+    ecma_regex: bool = True
+    # D-SCH-004: `$schema` takes http and https, each with or without the trailing `#`.
+    # False: only the two canonical spellings, with the `#`.
+    any_draft7_id_spelling: bool = True
+    # D-DAT-002: each returned selected field with a description needs a check at its path.
+    # False: only the root description needs one (R-SRC-005); field checks are optional.
+    field_descriptions_need_checks: bool = True
+    # D-LIM-006: bytes a lone surrogate counts for in a UTF-8 limit (3: U+FFFD as a
+    # TextEncoder writes it; 1: a "?" as Python's encode(errors="replace") writes it).
+    lone_surrogate_utf8_bytes: int = 3
+
     # --- core decisions added by later variants go above this line --------------------------
     # --- Bridge decisions (D-BRG-*) ----------------------------------------------------------
     # D-LIM-001: the capacity a BridgeConfig gets for an option it leaves out.

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
-from . import jsonpointer
+from . import choices, jsonpointer
 from .text import has_text
 
 ACTIONS: Final = ("query", "analyze", "generate", "modify", "delete", "execute", "other")  # spec: R-RES-008
@@ -88,7 +88,16 @@ def exact_members(node: dict[str, Any], members: tuple[str, ...], path: str) -> 
             yield f"{path}/{name}", f"{name} is required."
     for name in node:
         if name not in members:
-            yield f"{path}/{jsonpointer.escape_token(name)}", f"unexpected member {name!r}."
+            yield f"{path}/{jsonpointer.escape_token(name)}", f"{UNEXPECTED_MEMBER} {name!r}."
+
+
+# The start of the message of a member the contract does not name (D-COR-002).
+UNEXPECTED_MEMBER: Final = "unexpected member"
+
+
+def without_unexpected_members(violations: list[Violation]) -> list[Violation]:
+    """A variant of D-COR-002 (open candidates): unknown members are ignored, not violations."""
+    return [v for v in violations if not v[1].startswith(UNEXPECTED_MEMBER + " ")]
 
 
 def _texts(value: Any, path: str, what: str) -> Iterator[Violation]:
@@ -262,8 +271,10 @@ CORE_RULES: Final[dict[str, Rule]] = {
 def core_violations(candidate: Any) -> list[Violation]:
     if not isinstance(candidate, dict):
         return [("", "the core candidate must be a JSON object.")]
-    found = [v for rule in CORE_RULES.values() for v in rule(candidate)]
-    return sorted(set(found))
+    found = sorted({v for rule in CORE_RULES.values() for v in rule(candidate)})
+    if not choices.current().closed_candidates:  # once per judgement
+        found = without_unexpected_members(found)
+    return found
 
 
 # --- assembly (seed 001) --------------------------------------------------------------------

@@ -10,11 +10,13 @@ business fault (DATA_EXTRACTION_FAILED, never repaired) is decided in ``judge``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from . import jsonpointer
-from .core_candidate import exact_members
+from .choices import Choices
+from .choices import current as current_choices
+from .core_candidate import exact_members, without_unexpected_members
 from .errors import BUSINESS_ISSUE_CODES, DEFINITION_ISSUE_CODES, RESERVED_ISSUE_CODES, Issue
 from .schema_subset import Definition
 from .text import has_text
@@ -43,6 +45,8 @@ class DataContext:
     definition: Definition
     selected: tuple[str, ...]
     sources: dict[str, str]  # sourceId -> text
+    # The decisions in force for this judgement (read once, when the task's context is made).
+    choices: Choices = field(default_factory=current_choices)
 
     def field_path(self, name: str) -> str:
         return "/data/" + jsonpointer.escape_token(name)
@@ -183,6 +187,13 @@ def every_returned_leaf_has_evidence(c: dict[str, Any], ctx: DataContext) -> Ite
     if not isinstance(data, dict):
         return
     covered = [e["path"] for _, e in _entries(c, "evidence") if isinstance(e.get("path"), str)]
+    if not ctx.choices.evidence_covers_children:
+        # A variant of D-DAT-001: each returned leaf needs an entry at its own path.
+        exact = set(covered)
+        for leaf, _value in sorted(_leaves(data)):
+            if leaf not in exact:
+                yield leaf, "this returned value has no evidence entry at its own path."
+        return
     for leaf, _value in sorted(_leaves(data)):
         if not any(_covers(anchor, leaf) for anchor in covered):
             yield leaf, "this returned value has no evidence entry (at its path or an enclosing one)."
@@ -213,7 +224,8 @@ def applicable_descriptions_are_checked(c: dict[str, Any], ctx: DataContext) -> 
         for name in ctx.selected:
             schema = ctx.definition.field_schema(name)
             described = isinstance(schema, dict) and _is_text(schema.get("description"))
-            if name in data and described and ctx.field_path(name) not in checked:
+            needed = ctx.choices.field_descriptions_need_checks  # a variant of D-DAT-002: root only
+            if needed and name in data and described and ctx.field_path(name) not in checked:
                 yield "/descriptionChecks", f"field {name!r} has a description: add a descriptionCheck at {ctx.field_path(name)}."
 
 
@@ -254,7 +266,8 @@ def field_status_matches_data(c: dict[str, Any], ctx: DataContext) -> Iterator[V
             yield f"{path}/status", f"status is extracted but data has no {name!r}."
         if status != "extracted" and name in data:
             yield f"{path}/status", f"status is {status} but data returns {name!r}; omit it or mark it extracted."
-        if status in ("not_provided", "not_applicable") and ctx.definition.is_required(name):
+        if (status in ("not_provided", "not_applicable") and ctx.definition.is_required(name)
+                and ctx.choices.required_not_provided_is_contract_fault):  # fmt: skip
             # D-DAT-004: a missing required field is reported as a business issue, not omitted.
             yield f"{path}/status", f"{name!r} is required: report status issue with a DATA_REQUIRED_MISSING issue."
 
@@ -319,21 +332,43 @@ class DataJudgement:
 def judge(candidate: Any, ctx: DataContext) -> DataJudgement:
     if not isinstance(candidate, dict):
         return DataJudgement([("", "the data candidate must be a JSON object.")], [], None)
+    chosen = ctx.choices
     violations = sorted({v for rule in DATA_RULES.values() for v in rule(candidate, ctx)})
+    if not chosen.closed_candidates:
+        violations = without_unexpected_members(violations)
     if violations:
         return DataJudgement(violations, [], None)
     issues = [
         Issue(e["code"], e["category"], e["path"], e["message"]) for e in candidate["issues"]
     ]
+    if not chosen.required_not_provided_is_contract_fault:
+        issues.extend(_required_fields_not_provided(candidate, ctx, issues))
+    own_issues = bool(issues)
     for check in candidate["descriptionChecks"]:
         code = VERDICT_ISSUE_CODES.get(check["verdict"])
         # spec: R-DAT-018 -- violated / undetermined checks are business extraction errors.
-        if code is not None and not any(i.path == check["path"] for i in issues):
+        # A variant of D-DAT-003 adds the implied issues only when the candidate filed none.
+        implied = chosen.implied_verdict_issues or not own_issues
+        if code is not None and implied and not any(i.path == check["path"] for i in issues):
             issues.append(Issue(code, "definition", check["path"], check["explanation"]))
     if issues:
         return DataJudgement([], issues, None)
     # spec: R-SCH-035, R-SCH-036, R-SCH-037 -- validated against the selected schema, never coerced or filled.
     schema_errors = ctx.definition.validate(ctx.selected, candidate["data"])
     if schema_errors:
+        if not chosen.schema_violation_is_contract_fault:
+            # A variant of D-DAT-005: data the schema cannot hold is a business fault.
+            return DataJudgement([], [Issue("DATA_CONSTRAINT_VIOLATED", "definition", e.path, e.message)
+                                      for e in schema_errors], None)  # fmt: skip
         return DataJudgement([(e.path, e.message) for e in schema_errors], [], None)
     return DataJudgement([], [], candidate["data"])
+
+
+def _required_fields_not_provided(c: dict[str, Any], ctx: DataContext, filed: list[Issue]) -> Iterator[Issue]:
+    """A variant of D-DAT-004: a required field reported not_provided / not_applicable is the
+    business fault DATA_REQUIRED_MISSING (unless the candidate filed an issue at its path)."""
+    for entry in c["fieldResults"]:
+        name = ctx.selected_field_of(entry["path"])
+        if (name is not None and entry["status"] in ("not_provided", "not_applicable")
+                and ctx.definition.is_required(name) and not any(i.path == entry["path"] for i in filed)):  # fmt: skip
+            yield Issue("DATA_REQUIRED_MISSING", "business_information", entry["path"], entry["explanation"])

@@ -18,11 +18,11 @@ import enum
 from dataclasses import dataclass
 from typing import Any, Final
 
-from . import core_candidate, data_candidate
+from . import choices, core_candidate, data_candidate
 from .errors import CANCEL_CODES, ErrorStage, IntentParseError, Issue, error, self_issue
 from .instructions import task_instructions
 from .jsontext import CandidateTextError, dumps_compact, parse_candidate
-from .limits import MAX_CANDIDATE_BYTES, utf8_length, well_formed
+from .limits import utf8_length, well_formed
 from .request import ParseRequest
 from .schema_subset import Definition
 
@@ -154,14 +154,15 @@ class Job:
         """Judge one complete candidate for the current step."""
         if not self.active:
             raise RuntimeError("submit() on a job that has ended")
-        if utf8_length(candidate_text) > MAX_CANDIDATE_BYTES:
-            message = f"candidateText exceeds {MAX_CANDIDATE_BYTES} UTF-8 bytes."
+        max_bytes = choices.current().max_candidate_bytes  # D-LIM-003
+        if utf8_length(candidate_text) > max_bytes:
+            message = f"candidateText exceeds {max_bytes} UTF-8 bytes."
             return Outcome(rejection=error("LIMIT_EXCEEDED", self.stage, message,
                                            [Issue("LIMIT_EXCEEDED", "processing", None, message)]))  # fmt: skip
         try:
             candidate = parse_candidate(candidate_text)
         except CandidateTextError as exc:
-            return self._contract_fault([("", str(exc))], candidate_text)
+            return self._contract_fault([(exc.path, str(exc))], candidate_text)
         if self.state is State.CORE:
             return self._submit_core(candidate, candidate_text)
         return self._submit_data(candidate, candidate_text)

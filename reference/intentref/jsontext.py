@@ -12,11 +12,20 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from .limits import MAX_CANDIDATE_DEPTH, MAX_SAFE_INTEGER
+from . import choices, jsonpointer
+from .limits import MAX_SAFE_INTEGER, well_formed
 
 
 class CandidateTextError(ValueError):
-    """The text is not a JSON document the reference accepts (the fault is the whole text's)."""
+    """The text is not a JSON document the reference accepts.
+
+    ``path`` is where the fault lies: the whole text ("") unless a decision variant reports
+    number faults at the value's own path (D-JSON-004).
+    """
+
+    def __init__(self, message: str, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
 
 
 def json_type_name(value: Any) -> str:
@@ -54,7 +63,7 @@ def _parse_int(literal: str) -> int:
     return value
 
 
-def _parse_float(literal: str) -> float | int:
+def _parse_float(literal: str, unsafe_integral_refused: bool = True) -> float | int:
     value = float(literal)
     if value != value or value in (float("inf"), float("-inf")):
         raise CandidateTextError(f"number {literal} is not a finite double")
@@ -64,6 +73,8 @@ def _parse_float(literal: str) -> float | int:
         raise CandidateTextError(f"number {literal} loses precision as a double")
     if value.is_integer():
         if abs(value) > MAX_SAFE_INTEGER:
+            if not unsafe_integral_refused:
+                return value  # a variant of D-JSON-003: a double written as one stays that double
             raise CandidateTextError(f"integer value {literal} is outside the safe integer range")
         # D-JSON-003: 1.0 and 1 are the same JavaScript number; -0 serialises as 0.
         return int(value)
@@ -89,20 +100,111 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 def parse_candidate(text: str) -> Any:
     """Parse ``text`` strictly, or raise CandidateTextError."""
+    chosen = choices.current()  # once per candidate
+    if chosen is not choices.REFERENCE:
+        return _parse_as_chosen(text, chosen)
     _check_text(text)
     try:
         value = _DECODER.decode(text)
     except CandidateTextError:
         raise
     except RecursionError:
-        raise CandidateTextError(f"nesting deeper than {MAX_CANDIDATE_DEPTH} levels") from None
+        raise CandidateTextError(f"nesting deeper than {choices.REFERENCE.max_candidate_depth} levels") from None
     except json.JSONDecodeError as exc:
         raise CandidateTextError(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     _check_depth(value, check_strings=_SURROGATE_ESCAPE.search(text) is not None)
     return value
 
 
-def _check_depth(root: Any, check_strings: bool) -> None:
+# --- the same reading under other decisions (decision variants, D-CNF-040) ------------------
+
+
+class _FaultyInt(int):
+    problem = ""
+
+
+class _FaultyFloat(float):
+    problem = ""
+
+
+def _parse_as_chosen(text: str, chosen: choices.Choices) -> Any:
+    """``parse_candidate`` with the decisions of ``chosen``; the reference path stays the fast one."""
+    faulty: list[Any] = []
+    refuse_unsafe = chosen.unsafe_integral_doubles_refused
+
+    def parse_int(literal: str) -> Any:
+        try:
+            return _parse_int(literal)
+        except CandidateTextError as exc:
+            return _faulty(_FaultyInt(literal), str(exc))
+
+    def parse_float(literal: str) -> Any:
+        try:
+            return _parse_float(literal, refuse_unsafe)
+        except CandidateTextError as exc:
+            return _faulty(_FaultyFloat(literal), str(exc))
+
+    def _faulty(value: Any, problem: str) -> Any:
+        value.problem = problem
+        faulty.append(value)
+        return value
+
+    everywhere = chosen.number_rules_on_every_literal
+    decoder = json.JSONDecoder(
+        object_pairs_hook=_reject_duplicates if chosen.duplicate_keys_refused else None,
+        parse_int=_parse_int if everywhere else parse_int,
+        parse_float=(lambda lit: _parse_float(lit, refuse_unsafe)) if everywhere else parse_float,
+        parse_constant=_reject_constant,
+    )
+    surrogates_refused = chosen.candidate_lone_surrogates_refused
+    if surrogates_refused:
+        _check_text(text)
+    else:
+        text = well_formed(text)  # a variant of D-JSON-002: raw lone surrogates read as U+FFFD
+    try:
+        value = decoder.decode(text)
+    except CandidateTextError:
+        raise
+    except RecursionError:
+        raise CandidateTextError(f"nesting deeper than {chosen.max_candidate_depth} levels") from None
+    except json.JSONDecodeError as exc:
+        raise CandidateTextError(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    escapes = _SURROGATE_ESCAPE.search(text) is not None
+    _check_depth(value, check_strings=escapes and surrogates_refused, max_depth=chosen.max_candidate_depth)
+    if escapes and not surrogates_refused:
+        value = _well_formed_strings(value)
+    if faulty:
+        value = _judge_numbers_in_data(value)
+    return value
+
+
+def _well_formed_strings(node: Any) -> Any:
+    # Recursion is safe here: the depth was checked first.
+    if isinstance(node, str):
+        return well_formed(node)
+    if isinstance(node, dict):
+        return {well_formed(k): _well_formed_strings(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_well_formed_strings(v) for v in node]
+    return node
+
+
+def _judge_numbers_in_data(node: Any, path: str = "", in_data: bool = False) -> Any:
+    """A variant of D-JSON-004: a faulty number inside the root member ``data`` is a fault at
+    its path; one elsewhere is left to the contract rules as a plain number."""
+    if isinstance(node, _FaultyInt | _FaultyFloat):
+        if in_data:
+            raise CandidateTextError(node.problem, path)
+        return int(node) if isinstance(node, int) else float(node)
+    if isinstance(node, dict):
+        return {k: _judge_numbers_in_data(v, f"{path}/{jsonpointer.escape_token(k)}", in_data or (path == "" and k == "data"))
+                for k, v in node.items()}  # fmt: skip
+    if isinstance(node, list):
+        return [_judge_numbers_in_data(v, f"{path}/{i}", in_data) for i, v in enumerate(node)]
+    return node
+
+
+def _check_depth(root: Any, check_strings: bool, max_depth: int = choices.REFERENCE.max_candidate_depth) -> None:
     # Iterative: a recursive walk is what deep nesting is designed to break.  Only
     # containers are pushed; strings are looked at only when an escape could hide a surrogate.
     if not isinstance(root, dict | list):
@@ -112,8 +214,8 @@ def _check_depth(root: Any, check_strings: bool) -> None:
     stack: list[tuple[Any, int]] = [(root, 1)]
     while stack:
         node, depth = stack.pop()
-        if depth > MAX_CANDIDATE_DEPTH:
-            raise CandidateTextError(f"nesting deeper than {MAX_CANDIDATE_DEPTH} levels")
+        if depth > max_depth:
+            raise CandidateTextError(f"nesting deeper than {max_depth} levels")
         values = node.values() if isinstance(node, dict) else node
         if check_strings and isinstance(node, dict):
             for key in node:

@@ -66,7 +66,12 @@ def utf8_length(text: str) -> int:
     try:
         return len(text.encode("utf-8"))
     except UnicodeEncodeError:
-        return len(well_formed(text).encode("utf-8"))
+        pass
+    from . import choices  # here: choices imports this module; only texts with surrogates get this far
+
+    joined = well_formed(text)
+    extra = choices.current().lone_surrogate_utf8_bytes - 3  # D-LIM-006: U+FFFD is 3 bytes
+    return len(joined.encode("utf-8")) + (extra * joined.count("\ufffd") - extra * text.count("\ufffd") if extra else 0)
 
 
 def well_formed(text: str) -> str:

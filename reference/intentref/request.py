@@ -10,17 +10,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import jsonpointer
+from . import choices, jsonpointer
 from .errors import IntentParseError, Issue, error
 from .jsontext import json_type_name
-from .limits import (
-    MAX_CONTEXT_BYTES,
-    MAX_CONTEXT_MESSAGES,
-    MAX_FIELDS_SELECTED,
-    MAX_INPUT_BYTES,
-    is_well_formed,
-    utf8_length,
-)
+from .limits import is_well_formed, utf8_length
 from .text import has_text
 
 CONTEXT_ROLES = ("user", "assistant", "tool")  # spec: R-TSK-007
@@ -80,23 +73,25 @@ def read_request(request: Any, defined_fields: Sequence[str]) -> ParseRequest:
 
     if "input" not in request:
         raise _invalid("/input", "input is required.")
+    limits_now = choices.current()  # D-LIM-002: the request limits in force
     text = _require_text(request["input"], "/input", "input")
     if not has_text(text):  # spec: R-RES-016, R-ERR-017 -- the seed's exact blank-input error, no issues
         raise error("INPUT_INVALID", "input", BLANK_INPUT_MESSAGE)
-    if utf8_length(text) > MAX_INPUT_BYTES:
+    max_input = limits_now.max_input_bytes
+    if utf8_length(text) > max_input:
         raise error(
             "LIMIT_EXCEEDED",
             "input",
-            f"input exceeds {MAX_INPUT_BYTES} UTF-8 bytes.",
-            [Issue("LIMIT_EXCEEDED", "input", "/input", f"input exceeds {MAX_INPUT_BYTES} UTF-8 bytes.")],
+            f"input exceeds {max_input} UTF-8 bytes.",
+            [Issue("LIMIT_EXCEEDED", "input", "/input", f"input exceeds {max_input} UTF-8 bytes.")],
         )
 
-    context = _read_context(request.get("context"), "context" in request)
-    fields = _read_fields(request, defined_fields)
+    context = _read_context(request.get("context"), "context" in request, limits_now)
+    fields = _read_fields(request, defined_fields, limits_now.max_fields_selected)
     return ParseRequest(text, context, fields)
 
 
-def _read_context(value: Any, present: bool) -> tuple[Source, ...]:
+def _read_context(value: Any, present: bool, limits_now: choices.Choices) -> tuple[Source, ...]:
     if not present or value is None:
         return ()
     if isinstance(value, str):
@@ -104,11 +99,11 @@ def _read_context(value: Any, present: bool) -> tuple[Source, ...]:
         _require_text(value, "/context", "context")
         sources: tuple[Source, ...] = (Source("context:0", "background", value),)
     elif isinstance(value, list):
-        if len(value) > MAX_CONTEXT_MESSAGES:
+        if len(value) > limits_now.max_context_messages:
             raise error(
                 "LIMIT_EXCEEDED",
                 "input",
-                f"context holds more than {MAX_CONTEXT_MESSAGES} messages.",
+                f"context holds more than {limits_now.max_context_messages} messages.",
                 [Issue("LIMIT_EXCEEDED", "input", "/context", "too many context messages.")],
             )
         items = []
@@ -130,24 +125,24 @@ def _read_context(value: Any, present: bool) -> tuple[Source, ...]:
         sources = tuple(items)
     else:
         raise _invalid("/context", "context must be a string or an array of messages.")
-    if sum(utf8_length(s.content) for s in sources) > MAX_CONTEXT_BYTES:
+    if sum(utf8_length(s.content) for s in sources) > limits_now.max_context_bytes:
         raise error(
             "LIMIT_EXCEEDED",
             "input",
-            f"context exceeds {MAX_CONTEXT_BYTES} UTF-8 bytes.",
+            f"context exceeds {limits_now.max_context_bytes} UTF-8 bytes.",
             [Issue("LIMIT_EXCEEDED", "input", "/context", "context too large.")],
         )
     return sources
 
 
-def _read_fields(request: Mapping[str, Any], defined_fields: Sequence[str]) -> tuple[str, ...] | None:
+def _read_fields(request: Mapping[str, Any], defined_fields: Sequence[str], max_fields: int) -> tuple[str, ...] | None:
     if "fields" not in request or request["fields"] is None:
         return None  # spec: R-FLD-001 -- omitted: every defined top-level field
     value = request["fields"]
     if not isinstance(value, list):
         raise _invalid("/fields", "fields must be an array of top-level field names.")
-    if len(value) > MAX_FIELDS_SELECTED:  # D-LIM-002
-        message = f"fields selects more than {MAX_FIELDS_SELECTED} names."
+    if len(value) > max_fields:  # D-LIM-002
+        message = f"fields selects more than {max_fields} names."
         raise error("LIMIT_EXCEEDED", "input", message, [Issue("LIMIT_EXCEEDED", "input", "/fields", message)])
     defined = set(defined_fields)
     seen: list[str] = []

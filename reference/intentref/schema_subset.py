@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -23,19 +24,20 @@ import jsonschema
 import regress
 from jsonschema import Draft7Validator, Draft201909Validator, FormatChecker
 
-from . import jsonpointer
+from . import choices, jsonpointer
 from .errors import Issue, error
-from .limits import (
-    MAX_COMBINATION_ITEMS,
+from .limits import MAX_COMBINATION_ITEMS, MAX_SAFE_INTEGER, MIN_COMBINATION_ITEMS
+
+# The reference's resource limits, named here for callers that read them beside the subset;
+# the checks themselves read the limits in force (``intentref.choices``, D-LIM-004).
+from .limits import (  # noqa: F401, E402
     MAX_ENUM_VALUES,
     MAX_PATTERN_LENGTH,
-    MAX_SAFE_INTEGER,
     MAX_SCHEMA_BYTES,
     MAX_SCHEMA_DEPTH,
     MAX_SCHEMA_JSON_DEPTH,
     MAX_SCHEMA_NODES,
     MAX_TOP_LEVEL_FIELDS,
-    MIN_COMBINATION_ITEMS,
 )
 from .text import has_text
 
@@ -49,6 +51,8 @@ SUPPORTED_FORMATS: Final = (
 DRAFT7_IDS: Final = frozenset(
     f"{scheme}://json-schema.org/draft-07/schema{suffix}" for scheme in ("http", "https") for suffix in ("", "#")
 )
+# A variant of D-SCH-004: only the canonical spellings (with the trailing "#").
+CANONICAL_DRAFT7_IDS: Final = frozenset(i for i in DRAFT7_IDS if i.endswith("#"))
 # spec: R-SCH-024, R-SCH-025 -- accepted, then removed before the definition is used.
 REMOVED_KEYWORDS: Final = frozenset({"$id", "_label", "_customMessages"})
 # spec: R-SCH-027 -- the root may not constrain values as a whole.
@@ -136,9 +140,10 @@ def _unique_items(value: Any, path: str) -> SubSchemas:
 def _pattern(value: Any, path: str) -> SubSchemas:
     if not isinstance(value, str):
         raise _unsupported(path, "pattern must be a string.")
-    if len(value) > MAX_PATTERN_LENGTH:
-        raise _too_large(path, f"pattern longer than {MAX_PATTERN_LENGTH} characters.")
-    if not ecma_regex_compiles(value):
+    chosen = choices.current()  # construction only, never while judging a candidate
+    if len(value) > chosen.max_pattern_length:
+        raise _too_large(path, f"pattern longer than {chosen.max_pattern_length} characters.")
+    if not regex_compiles(value, chosen.ecma_regex):
         raise _unsupported(path, "pattern is not an ECMA-262 regular expression.")
     yield from ()
 
@@ -152,8 +157,9 @@ def _format(value: Any, path: str) -> SubSchemas:
 def _enum(value: Any, path: str) -> SubSchemas:
     if not isinstance(value, list) or not value:  # spec: D-SCH-012 (an empty enum is refused)
         raise _unsupported(path, "enum must be a non-empty array.")
-    if len(value) > MAX_ENUM_VALUES:
-        raise _too_large(path, f"enum holds more than {MAX_ENUM_VALUES} values.")
+    max_values = choices.current().max_enum_values
+    if len(value) > max_values:
+        raise _too_large(path, f"enum holds more than {max_values} values.")
     yield from ()
 
 
@@ -183,7 +189,8 @@ def _examples(value: Any, path: str) -> SubSchemas:
 
 
 def _dialect(value: Any, path: str) -> SubSchemas:
-    if not isinstance(value, str) or value not in DRAFT7_IDS:  # a list or dict is not hashable
+    accepted = DRAFT7_IDS if choices.current().any_draft7_id_spelling else CANONICAL_DRAFT7_IDS
+    if not isinstance(value, str) or value not in accepted:  # a list or dict is not hashable
         raise _unsupported(path, "$schema accepts only the Draft-7 identifier (http or https).")
     yield from ()
 
@@ -233,10 +240,21 @@ def ecma_regex_compiles(pattern: str) -> bool:
     return True
 
 
+def regex_compiles(pattern: str, ecma: bool) -> bool:
+    """Whether ``pattern`` compiles: as ECMA-262 (D-SCH-001), or as Python ``re`` (its variant)."""
+    if ecma:
+        return ecma_regex_compiles(pattern)
+    try:
+        re.compile(pattern)
+    except (re.error, RecursionError, OverflowError):
+        return False
+    return True
+
+
 # --- plain JSON data ------------------------------------------------------------------------
 
 
-def _check_plain_json(root: Any) -> None:
+def _check_plain_json(root: Any, max_json_depth: int) -> None:
     """spec: R-SCH-032 -- a definition is copyable JSON: no cycles, no foreign objects."""
     on_path: set[int] = set()
     stack: list[tuple[Any, str, bool, int]] = [(root, "", False, 0)]
@@ -248,9 +266,9 @@ def _check_plain_json(root: Any) -> None:
         if isinstance(node, dict | list):
             if id(node) in on_path:
                 raise _unsupported(path, "the definition contains a cycle.")
-            if depth > MAX_SCHEMA_JSON_DEPTH:
+            if depth > max_json_depth:
                 # Before anything recursive (json.dumps, the validator) meets it.
-                raise _too_large(path, f"the definition nests deeper than {MAX_SCHEMA_JSON_DEPTH} JSON levels.")
+                raise _too_large(path, f"the definition nests deeper than {max_json_depth} JSON levels.")
             on_path.add(id(node))
             stack.append((node, path, True, depth))
             if isinstance(node, dict):
@@ -275,15 +293,17 @@ def _check_plain_json(root: Any) -> None:
 
 @dataclass
 class _WalkState:
+    max_nodes: int
+    max_depth: int
     nodes: int = 0
 
 
 def _check_node(node: Any, path: str, depth: int, state: _WalkState, pending: list[tuple[Any, str, int]]) -> None:
     state.nodes += 1
-    if state.nodes > MAX_SCHEMA_NODES:
-        raise _too_large(path, f"the definition has more than {MAX_SCHEMA_NODES} schema nodes.")
-    if depth > MAX_SCHEMA_DEPTH:
-        raise _too_large(path, f"the definition nests deeper than {MAX_SCHEMA_DEPTH} levels.")
+    if state.nodes > state.max_nodes:
+        raise _too_large(path, f"the definition has more than {state.max_nodes} schema nodes.")
+    if depth > state.max_depth:
+        raise _too_large(path, f"the definition nests deeper than {state.max_depth} levels.")
     if isinstance(node, bool):
         return  # spec: R-SCH-033 -- boolean schemas are fine below the root
     if not isinstance(node, dict):
@@ -312,9 +332,11 @@ def _check_definition(schema: Any) -> None:
         raise _unsupported("", "the root of a definition must be an object schema.")
     if not schema:
         return  # spec: R-SCH-012 -- {} means no extension fields
-    _check_plain_json(schema)
-    if len(json.dumps(schema, ensure_ascii=False).encode("utf-8")) > MAX_SCHEMA_BYTES:
-        raise _too_large("", f"the definition is larger than {MAX_SCHEMA_BYTES} bytes.")
+    chosen = choices.current()  # D-LIM-004: the resource limits in force
+    # JSON nesting of the whole definition, keyword values included (see limits.MAX_SCHEMA_JSON_DEPTH).
+    _check_plain_json(schema, 2 * chosen.max_schema_depth + chosen.max_candidate_depth)
+    if len(json.dumps(schema, ensure_ascii=False).encode("utf-8")) > chosen.max_schema_bytes:
+        raise _too_large("", f"the definition is larger than {chosen.max_schema_bytes} bytes.")
     # spec: R-SCH-011 -- a non-empty root is type "object" with properties.
     if schema.get("type") != "object":
         raise _unsupported("/type", 'the root must have type "object".')
@@ -323,9 +345,9 @@ def _check_definition(schema: Any) -> None:
     for keyword in schema:
         if keyword in ROOT_FORBIDDEN:
             raise _unsupported("/" + keyword, f"{keyword} is not supported at the root; put it inside a property.")
-    if len(schema["properties"]) > MAX_TOP_LEVEL_FIELDS:
-        raise _too_large("/properties", f"more than {MAX_TOP_LEVEL_FIELDS} top-level fields.")
-    state = _WalkState()
+    if len(schema["properties"]) > chosen.max_top_level_fields:
+        raise _too_large("/properties", f"more than {chosen.max_top_level_fields} top-level fields.")
+    state = _WalkState(chosen.max_schema_nodes, chosen.max_schema_depth)
     pending: list[tuple[Any, str, int]] = [(schema, "", 0)]
     while pending:
         node, path, depth = pending.pop()
@@ -393,6 +415,18 @@ def _compiled(pattern: str) -> Any:
 
 _Validator = jsonschema.validators.extend(Draft7Validator, {"pattern": _ecma_pattern})
 
+# A variant of D-SCH-001: Python's re for the regex format (Draft 7's own pattern rule uses re).
+_PYTHON_RE_FORMATS = FormatChecker(formats=())
+_PYTHON_RE_FORMATS.checkers = {**_FORMATS.checkers, "regex": (lambda i: not isinstance(i, str) or regex_compiles(i, False), ())}
+
+
+def _validator_for(schema: Any, chosen: choices.Choices) -> Any:
+    """The Draft-7 validator of ``schema`` under the decisions ``chosen`` (D-SCH-001, D-SCH-003)."""
+    cls = _Validator if chosen.ecma_regex else Draft7Validator
+    if not chosen.formats_asserted:
+        return cls(schema)  # a variant of D-SCH-003: formats only annotate
+    return cls(schema, format_checker=_FORMATS if chosen.ecma_regex else _PYTHON_RE_FORMATS)
+
 
 def _validation_schema(node: Any) -> Any:
     """``node`` with boolean property and items schemas written as objects.
@@ -435,6 +469,8 @@ class Definition:
     schema: dict[str, Any]
     fields: tuple[str, ...]
     _validators: dict[tuple[str, ...], Any] = field(default_factory=dict, repr=False)
+    # The decisions in force when the definition was built: its validators follow them.
+    _choices: choices.Choices = field(default_factory=choices.current, repr=False)
 
     @classmethod
     def from_schema(cls, schema: Any) -> Definition:
@@ -471,7 +507,7 @@ class Definition:
         """Validation errors of ``data`` against the selection: never coerces, fills or drops."""
         validator = self._validators.get(selected)
         if validator is None:
-            validator = _Validator(_validation_schema(self.selected_schema(selected)), format_checker=_FORMATS)
+            validator = _validator_for(_validation_schema(self.selected_schema(selected)), self._choices)
             self._validators[selected] = validator
         out = []
         for err in validator.iter_errors(data):
