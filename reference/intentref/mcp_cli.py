@@ -15,7 +15,9 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import signal
+import stat
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,6 +27,19 @@ from . import jsonpointer
 
 PROG: Final = "intent-runtime-mcp"
 CONFIG_KEYS: Final = frozenset({"instances"})  # spec: R-SRV-010 -- only instances is read
+# D-MCP-016: a top-level "$comment" string is a note for people (JSON Schema's own
+# convention, and conformance/instances.json carries one); it is allowed and not read.
+COMMENT_KEY: Final = "$comment"
+# D-MCP-017: the largest configuration file read.  Each instance's schema is capped at
+# 256 KiB by the core (MAX_SCHEMA_BYTES), so 8 MiB holds dozens of maximal instances, and a
+# file this size is read and parsed in well under a second; anything larger is a mistake
+# (or /dev/zero) and is refused before it is read.
+MAX_CONFIG_BYTES: Final = 8 * 1024 * 1024
+# D-MCP-017: the deepest nesting a configuration may have.  The deepest accepted schema
+# document is MAX_SCHEMA_JSON_DEPTH (128) levels, three levels below the file's root
+# (instances, NAME, schema): 256 leaves room and stays far below Python's recursion limit,
+# which the Intent constructor's schema walk would otherwise hit first.
+MAX_CONFIG_DEPTH: Final = 256
 EXIT_OK: Final = 0
 EXIT_FAILURE: Final = 1
 EXIT_CONFIG: Final = 2
@@ -105,17 +120,65 @@ def _instance_fault(file: str, name: str, exc: Any) -> ConfigFault:
     return ConfigFault(file, pointer, str(exc.code), str(exc.message))
 
 
-def load_instances(file: str) -> dict[str, Any]:
-    """Read ``file`` and build its Intent instances, or raise ConfigFault."""
-    from . import Intent, IntentParseError
+def _too_deep(document: Any) -> str | None:
+    """The pointer of the first value nested deeper than MAX_CONFIG_DEPTH, or None.
 
+    Iterative, so a deep document cannot exhaust the stack it is being checked for.
+    """
+    stack: list[tuple[Any, str, int]] = [(document, "", 0)]
+    while stack:
+        value, pointer, depth = stack.pop()
+        if depth > MAX_CONFIG_DEPTH:
+            return pointer
+        if isinstance(value, dict):
+            stack.extend((v, f"{pointer}/{jsonpointer.escape_token(str(k))}", depth + 1) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, f"{pointer}/{i}", depth + 1) for i, v in enumerate(value))
+    return None
+
+
+def _read_config_bytes(file: str) -> bytes:
+    """The file's bytes, refusing anything but a regular file of at most MAX_CONFIG_BYTES (D-MCP-017).
+
+    O_NONBLOCK so that a FIFO is refused instead of waiting for a writer; the size is
+    checked before reading and again while reading (the file may grow in between).
+    """
     try:
-        with open(file, "rb") as handle:
-            raw = handle.read()
+        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise ConfigFault(
             file, "", "CONFIG_INVALID", f"cannot read the file: {exc.strerror or exc}."
         ) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+            raise ConfigFault(file, "", "CONFIG_INVALID", f"the configuration must be a regular file; this is {kind}.")
+        too_large = f"the file is larger than {MAX_CONFIG_BYTES} bytes, the configuration size limit."
+        if info.st_size > MAX_CONFIG_BYTES:
+            raise ConfigFault(file, "", "LIMIT_EXCEEDED", too_large)
+        chunks: list[bytes] = []
+        total = 0
+        while chunk := os.read(fd, MAX_CONFIG_BYTES + 1 - total):
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > MAX_CONFIG_BYTES:
+                raise ConfigFault(file, "", "LIMIT_EXCEEDED", too_large)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise ConfigFault(
+            file, "", "CONFIG_INVALID", f"cannot read the file: {exc.strerror or exc}."
+        ) from None
+    finally:
+        os.close(fd)
+
+
+def load_instances(file: str) -> dict[str, Any]:
+    """Read ``file`` and build its Intent instances, or raise ConfigFault."""
+    from . import Intent, IntentParseError
+
+    raw = _read_config_bytes(file)
+    depth_fault = f"the configuration is nested deeper than {MAX_CONFIG_DEPTH} levels."
     try:
         document = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
@@ -123,6 +186,11 @@ def load_instances(file: str) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         message = f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}."
         raise ConfigFault(file, "", "CONFIG_INVALID", message) from None
+    except RecursionError:
+        # The parser's own recursion guard: nesting far past MAX_CONFIG_DEPTH.
+        raise ConfigFault(file, "", "LIMIT_EXCEEDED", depth_fault) from None
+    if (deep := _too_deep(document)) is not None:
+        raise ConfigFault(file, deep, "LIMIT_EXCEEDED", depth_fault)
     if not isinstance(document, dict):
         raise ConfigFault(
             file, "", "CONFIG_INVALID", 'the configuration must be an object {"instances": {...}}.'
@@ -134,6 +202,9 @@ def load_instances(file: str) -> dict[str, Any]:
                 f"{PROG}: warning: {file}#/{key}: ignored; this option is set by {where}, not the file.",
                 file=sys.stderr,
             )
+        elif key == COMMENT_KEY:
+            if not isinstance(document[key], str):
+                raise ConfigFault(file, "/$comment", "CONFIG_INVALID", "$comment must be a string.")
         elif key not in CONFIG_KEYS:
             # Capacity options are flags, not file members; a stray key is a typo or a
             # misplaced option, and silently ignoring it would serve the wrong thing.
@@ -158,6 +229,9 @@ def load_instances(file: str) -> dict[str, Any]:
                 instances[name] = Intent(config)
             except IntentParseError as exc:
                 raise _instance_fault(file, name, exc) from None
+            except RecursionError:
+                # A backstop: MAX_CONFIG_DEPTH keeps every document the core walks shallow.
+                raise ConfigFault(file, pointer, "LIMIT_EXCEEDED", depth_fault) from None
     except BaseException:
         _dispose(instances)
         raise
