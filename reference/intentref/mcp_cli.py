@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
 import json
 import logging
 import os
@@ -87,6 +88,23 @@ def _host_port(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names only this machine: ``localhost`` or a loopback address (D-MCP-019)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name other than localhost may resolve anywhere
+
+
+REMOTE_WARNING: Final = (
+    "warning: serving on {host}, which is not a loopback address: nothing authenticates peers, so "
+    "anyone who can reach this port can call the tools, and a 2026-07-28 client that learns a jobId "
+    "can act on that job."
+)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -100,6 +118,11 @@ def _parser() -> argparse.ArgumentParser:
         type=_host_port,
         metavar="HOST:PORT",
         help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (port 0 picks a free one)",
+    )
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow --http to bind a non-loopback address (nothing authenticates peers; D-MCP-019)",
     )
     for option, flag in OPTION_FLAGS.items():
         parser.add_argument(flag, type=int, metavar="N", dest=option, help=f"Bridge option {option}")
@@ -301,6 +324,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse has printed usage on stderr (status 2) or --help (0)
         return int(exc.code) if isinstance(exc.code, int) else EXIT_CONFIG
+    if args.http is not None and not is_loopback(args.http[0]):
+        if not args.allow_remote:
+            # spec: D-MCP-019 -- a usage error, one line, found before the configuration is read.
+            print(
+                f"{PROG}: error: --http {args.http[0]} is not a loopback address; nothing authenticates "
+                "peers, so binding it needs --allow-remote.",
+                file=sys.stderr,
+            )
+            return EXIT_CONFIG
+        print(f"{PROG}: " + REMOTE_WARNING.format(host=args.http[0]), file=sys.stderr, flush=True)
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format=f"{PROG}: %(levelname)s %(name)s: %(message)s"
     )

@@ -222,3 +222,44 @@ def test_an_overlong_line_is_skipped_without_being_held(config_file: Path) -> No
     finally:
         if server.proc.poll() is None:
             server.proc.kill()
+
+
+# --------------------------------------------------------------------------- binding
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "[::]", "192.0.2.1", "example.com"])
+def test_a_non_loopback_bind_needs_allow_remote(config_file: Path, host: str) -> None:
+    """spec: D-MCP-019 -- refused with one line and status 2 before anything is bound."""
+    done = run_cli("--config", str(config_file), "--http", f"{host}:0")
+    stderr = done.stderr.decode()
+    assert done.returncode == 2
+    assert stderr.count("\n") == 1, stderr
+    assert "--allow-remote" in stderr and "nothing authenticates peers" in stderr
+    assert "serving" not in stderr
+
+
+def test_allow_remote_warns_before_anything_else(tmp_path: Path) -> None:
+    """spec: D-MCP-019 -- the warning comes first; a broken file keeps the test from binding 0.0.0.0."""
+    path = tmp_path / "config.json"
+    path.write_text("{", encoding="utf-8")
+    done = run_cli("--config", str(path), "--http", "0.0.0.0:0", "--allow-remote")
+    lines = done.stderr.decode().splitlines()
+    assert done.returncode == 2
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("intent-runtime-mcp: warning: serving on 0.0.0.0")
+    assert "nothing authenticates peers" in lines[0]
+    assert lines[1].startswith("intent-runtime-mcp: configuration fault: ")
+
+
+def test_loopback_binds_need_no_flag_and_get_no_warning(config_file: Path) -> None:
+    """spec: D-MCP-019 -- every loopback form is served as before, silently."""
+    from intentref.mcp_cli import is_loopback
+
+    assert all(is_loopback(h) for h in ("127.0.0.1", "127.0.0.2", "::1", "localhost"))
+    assert not any(is_loopback(h) for h in ("0.0.0.0", "::", "192.0.2.1", "example.com", "localhost.example"))
+    server = ServerProcess("--config", str(config_file), "--http", "127.0.0.1:0", stdin=subprocess.DEVNULL)
+    try:
+        server.wait_for_stderr(r"serving streamable HTTP at http://127\.0\.0\.1:\d+/mcp")
+    finally:
+        assert server.stop() == 0
+    assert "warning" not in server.stderr
