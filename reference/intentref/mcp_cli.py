@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from . import jsonpointer
+from .mcp_capacity import DEFAULT_JOB_IDLE_SECONDS, DEFAULT_MAX_JOBS_PER_CLIENT
 
 PROG: Final = "intent-runtime-mcp"
 CONFIG_KEYS: Final = frozenset({"instances"})  # spec: R-SRV-010 -- only instances is read
@@ -105,6 +106,27 @@ REMOTE_WARNING: Final = (
 )
 
 
+def _count(text: str) -> int:
+    if not text.isdigit() or int(text) > 2_147_483_647:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 0 to 2147483647, got {text!r}")
+    return int(text)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 86_400 * 365:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"expected seconds from 0 to 31536000, got {text!r}")
+    return value
+
+
+# HTTP-only flags (D-MCP-021): the fair-capacity policy of a shared endpoint.  A stdio
+# connection is one client that owns the whole Bridge, so they mean nothing there.
+HTTP_FLAGS: Final = {"max_jobs_per_client": "--max-jobs-per-client", "job_idle_seconds": "--job-idle-seconds"}
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -123,6 +145,19 @@ def _parser() -> argparse.ArgumentParser:
         "--allow-remote",
         action="store_true",
         help="allow --http to bind a non-loopback address (nothing authenticates peers; D-MCP-019)",
+    )
+    parser.add_argument(
+        "--max-jobs-per-client",
+        type=_count,
+        metavar="N",
+        help=f"HTTP: active jobs one client may hold (default {DEFAULT_MAX_JOBS_PER_CLIENT}; 0: no limit; D-MCP-021)",
+    )
+    parser.add_argument(
+        "--job-idle-seconds",
+        type=_seconds,
+        metavar="S",
+        help=f"HTTP: cancel an active job after S seconds without progress (default {DEFAULT_JOB_IDLE_SECONDS:g}; "
+        "0: never; D-MCP-021)",
     )
     for option, flag in OPTION_FLAGS.items():
         parser.add_argument(flag, type=int, metavar="N", dest=option, help=f"Bridge option {option}")
@@ -279,7 +314,9 @@ def _bridge_fault(file: str, exc: Any) -> ConfigFault:
     return ConfigFault(file, path, str(exc.code), str(exc.message))
 
 
-async def _serve(config: dict[str, Any], http: tuple[str, int] | None, file: str) -> int:
+async def _serve(
+    config: dict[str, Any], http: tuple[str, int] | None, file: str, http_options: dict[str, Any]
+) -> int:
     from . import IntentParseError
     from .mcp_server import serve_intent_mcp, serve_intent_mcp_http
 
@@ -292,7 +329,7 @@ async def _serve(config: dict[str, Any], http: tuple[str, int] | None, file: str
             if http is None:
                 service = await serve_intent_mcp(config)
             else:
-                service = await serve_intent_mcp_http(config, http[0], http[1])
+                service = await serve_intent_mcp_http(config, http[0], http[1], **http_options)
                 # The one line a supervisor (or a test) needs to find the endpoint; stderr,
                 # because stdout is reserved for protocol bytes in every mode.
                 print(f"{PROG}: serving streamable HTTP at {service.url}", file=sys.stderr, flush=True)
@@ -324,6 +361,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse has printed usage on stderr (status 2) or --help (0)
         return int(exc.code) if isinstance(exc.code, int) else EXIT_CONFIG
+    given = [flag for name, flag in HTTP_FLAGS.items() if getattr(args, name) is not None]
+    if args.http is None and given:
+        print(f"{PROG}: error: {given[0]} applies to --http only; stdio has one client.", file=sys.stderr)
+        return EXIT_CONFIG
+    http_options: dict[str, Any] = {}
+    if args.max_jobs_per_client is not None:
+        http_options["max_jobs_per_client"] = args.max_jobs_per_client or None  # 0: no limit
+    if args.job_idle_seconds is not None:
+        http_options["job_idle_seconds"] = args.job_idle_seconds or None  # 0: never
     if args.http is not None and not is_loopback(args.http[0]):
         if not args.allow_remote:
             # spec: D-MCP-019 -- a usage error, one line, found before the configuration is read.
@@ -348,7 +394,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if value is not None:
             config[option] = value
     try:
-        return asyncio.run(_serve(config, args.http, args.config))
+        return asyncio.run(_serve(config, args.http, args.config, http_options))
     except KeyboardInterrupt:  # a second Ctrl-C while stopping
         return EXIT_OK
     finally:

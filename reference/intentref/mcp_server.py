@@ -34,6 +34,7 @@ from .bridge import create_intent_bridge, retained_json
 from .errors import Issue, error, self_issue
 from .jsontext import dumps_compact
 from .limits import is_well_formed, well_formed
+from .mcp_capacity import DEFAULT_JOB_IDLE_SECONDS, DEFAULT_MAX_JOBS_PER_CLIENT, JobLedger
 from .mcp_stdio import stdio_transport
 
 __all__ = [
@@ -362,6 +363,8 @@ def tool_result(reply: dict[str, Any], reply_json: str | None = None) -> types.C
 # --------------------------------------------------------------------------- server
 
 SessionResolver = Callable[[ServerRequestContext[Any]], BridgeSession]
+# Who a call's client is, for the per-client quota (D-MCP-020): given the call and its session.
+OwnerResolver = Callable[[ServerRequestContext[Any], BridgeSession], Any]
 
 
 @contextlib.asynccontextmanager
@@ -373,8 +376,15 @@ def build_intent_mcp_server(
     resolve_session: SessionResolver,
     *,
     lifespan: Callable[[Server[Any]], contextlib.AbstractAsyncContextManager[Any]] = _no_lifespan,
+    ledger: JobLedger | None = None,
+    owner_of: OwnerResolver | None = None,
 ) -> Server[Any]:
-    """A low-level SDK server exposing MCP_TOOLS; ``resolve_session`` picks each call's session."""
+    """A low-level SDK server exposing MCP_TOOLS; ``resolve_session`` picks each call's session.
+
+    With a ``ledger`` (HTTP, D-MCP-021), idle jobs are reclaimed before each call, a client
+    at its quota is refused a new job, and each reply is recorded; ``owner_of`` names the
+    client (D-MCP-020).
+    """
     tools = [types.Tool.model_validate(tool) for tool in MCP_TOOLS]
     bench_noop = os.environ.get(BENCH_NOOP_ENV) == "1"  # D-MCP-015
     if bench_noop:
@@ -404,7 +414,16 @@ def build_intent_mcp_server(
             return noop_result
         if bench_noop and params.name == BENCH_REPLAY_TOOL:
             return last_result[0]
-        reply = call_intent_tool(session, params.name, params.arguments)
+        if ledger is None:
+            reply = call_intent_tool(session, params.name, params.arguments)
+        else:
+            ledger.reclaim_idle()
+            owner = owner_of(ctx, session) if owner_of is not None else session
+            refusal = ledger.refusal(owner) if params.name == "intent_prepare" else None
+            if refusal is not None:
+                return tool_result(refusal)
+            reply = call_intent_tool(session, params.name, params.arguments)
+            ledger.record(owner, session, params.name, params.arguments, reply)
         result = tool_result(reply, retained_json(reply))  # D-BRG-021: the reply is unedited here
         if bench_noop and reply.get("kind") == "task":
             last_result[0] = result
@@ -592,9 +611,17 @@ class _HttpSessions:
     requests carry no session at all, so one shared session owns their jobs (D-MCP-003).
     """
 
-    def __init__(self, bridge: Bridge) -> None:
+    def __init__(self, bridge: Bridge, ledger: JobLedger) -> None:
         self._bridge = bridge
         self._stateless: BridgeSession | None = None
+        self.ledger = ledger
+
+    def owner(self, ctx: ServerRequestContext[Any], session: BridgeSession) -> Any:
+        """The client a call counts against (D-MCP-020): its MCP session, or its peer address."""
+        if session is not self._stateless:
+            return session
+        client = getattr(ctx.request, "client", None)
+        return ("peer", getattr(client, "host", None))
 
     def resolve(self, ctx: ServerRequestContext[Any]) -> BridgeSession:
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -607,6 +634,7 @@ class _HttpSessions:
             session = self._bridge.connect()
             connection.state[_SESSION_KEY] = session
             connection.exit_stack.callback(_close_session, session)  # spec: R-LIF-012
+            connection.exit_stack.callback(self.ledger.forget_session, session)
         return session
 
     @contextlib.asynccontextmanager
@@ -645,14 +673,19 @@ def create_intent_mcp_http_app(
     allowed_hosts: list[str] | None = None,
     allowed_origins: list[str] | None = None,
     max_request_body_size: int = DEFAULT_MAX_REQUEST_BODY_SIZE,
+    max_jobs_per_client: int | None = DEFAULT_MAX_JOBS_PER_CLIENT,
+    job_idle_seconds: float | None = DEFAULT_JOB_IDLE_SECONDS,
 ) -> Starlette:
     """A Starlette app serving MCP_TOOLS at ``/mcp`` in both eras, for any ASGI server.
 
     Its lifespan must run (it starts the SDK's session manager).  The Bridge stays the
-    caller's to close, after the app has shut down.
+    caller's to close, after the app has shut down.  ``max_jobs_per_client`` and
+    ``job_idle_seconds`` are the fair-capacity policy (D-MCP-021; None switches one off).
     """
-    sessions = _HttpSessions(bridge)
-    server = build_intent_mcp_server(sessions.resolve, lifespan=sessions.lifespan)
+    sessions = _HttpSessions(bridge, JobLedger(max_jobs_per_client, job_idle_seconds))
+    server = build_intent_mcp_server(
+        sessions.resolve, lifespan=sessions.lifespan, ledger=sessions.ledger, owner_of=sessions.owner
+    )
     return server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         transport_security=_security(host, allowed_hosts, allowed_origins),
@@ -677,6 +710,8 @@ async def serve_intent_mcp_http(
     allowed_hosts: list[str] | None = None,
     allowed_origins: list[str] | None = None,
     max_request_body_size: int = DEFAULT_MAX_REQUEST_BODY_SIZE,
+    max_jobs_per_client: int | None = DEFAULT_MAX_JOBS_PER_CLIENT,
+    job_idle_seconds: float | None = DEFAULT_JOB_IDLE_SECONDS,
 ) -> IntentMcpService:
     """Serve MCP_TOOLS over streamable HTTP at ``http://host:port/mcp`` (port 0: any free one).
 
@@ -692,6 +727,8 @@ async def serve_intent_mcp_http(
             allowed_hosts=allowed_hosts,
             allowed_origins=allowed_origins,
             max_request_body_size=max_request_body_size,
+            max_jobs_per_client=max_jobs_per_client,
+            job_idle_seconds=job_idle_seconds,
         )
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         sock = socket.create_server((host, port), family=family)
