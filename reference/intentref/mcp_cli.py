@@ -20,9 +20,9 @@ import os
 import signal
 import stat
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 from . import jsonpointer
 from .mcp_capacity import DEFAULT_JOB_IDLE_SECONDS, DEFAULT_MAX_JOBS_PER_CLIENT
@@ -45,6 +45,10 @@ MAX_CONFIG_DEPTH: Final = 256
 EXIT_OK: Final = 0
 EXIT_FAILURE: Final = 1
 EXIT_CONFIG: Final = 2
+# D-MCP-023: from an exit signal to the end of the process.  In-flight tool calls finish in
+# milliseconds; what can take longer is the SDK ending thousands of idle MCP sessions one
+# by one (about 0.2 ms each), and nothing of theirs outlives the process.
+STOP_BUDGET_SECONDS: Final = 1.5
 
 # Bridge option -> the command-line flag that sets it; also how a Bridge config fault
 # about an option is reported against the flag rather than the file.
@@ -315,7 +319,11 @@ def _bridge_fault(file: str, exc: Any) -> ConfigFault:
 
 
 async def _serve(
-    config: dict[str, Any], http: tuple[str, int] | None, file: str, http_options: dict[str, Any]
+    config: dict[str, Any],
+    http: tuple[str, int] | None,
+    file: str,
+    http_options: dict[str, Any],
+    abandon: Callable[[int], NoReturn],
 ) -> int:
     from . import IntentParseError
     from .mcp_server import serve_intent_mcp, serve_intent_mcp_http
@@ -344,7 +352,13 @@ async def _serve(
         stopping = asyncio.create_task(stop.wait())
         await asyncio.wait({ended, stopping}, return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()
-        await service.close()
+        closing = asyncio.create_task(service.close())
+        await asyncio.wait({closing}, timeout=STOP_BUDGET_SECONDS)
+        if not closing.done():
+            # D-MCP-023: the SDK is still ending sessions one by one.  The Bridge is closed
+            # (every job released) and the process ends now: what is left is memory only.
+            service.bridge.close()
+            abandon(EXIT_OK)
         if ended.done() and not ended.cancelled() and ended.exception() is not None:
             logger.error("serving failed", exc_info=ended.exception())
             return EXIT_FAILURE
@@ -393,8 +407,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         value = getattr(args, option)
         if value is not None:
             config[option] = value
+
+    def abandon(code: int) -> NoReturn:
+        # Leave without the event loop's own teardown, which would cancel and await every
+        # remaining SDK task: release what the command built, flush, and end the process.
+        _dispose(instances)
+        logging.shutdown()
+        sys.stderr.flush()
+        os._exit(code)
+
     try:
-        return asyncio.run(_serve(config, args.http, args.config, http_options))
+        return asyncio.run(_serve(config, args.http, args.config, http_options, abandon))
     except KeyboardInterrupt:  # a second Ctrl-C while stopping
         return EXIT_OK
     finally:

@@ -35,6 +35,15 @@ from .errors import Issue, error, self_issue
 from .jsontext import dumps_compact
 from .limits import is_well_formed, well_formed
 from .mcp_capacity import DEFAULT_JOB_IDLE_SECONDS, DEFAULT_MAX_JOBS_PER_CLIENT, JobLedger
+from .mcp_http_guard import (
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_HEADER_TIMEOUT,
+    BodyBudget,
+    ListeningSocket,
+    RequestGuard,
+    guarded_protocol,
+    resource_exhaustion_handler,
+)
 from .mcp_stdio import stdio_transport
 
 __all__ = [
@@ -59,6 +68,9 @@ DEFAULT_MAX_REQUEST_BODY_SIZE: Final = 16 * 1024 * 1024
 LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "::1")
 # How long close() lets an HTTP server drain before cancelling it outright.
 _GRACEFUL_STOP_SECONDS: Final = 10.0
+# D-MCP-023: how long shutdown waits for terminated MCP sessions to end by themselves
+# before the SDK cancels the rest; 10,000 sessions end in well under this.
+_SESSION_DRAIN_SECONDS: Final = 1.0
 
 
 class BridgeSession(Protocol):
@@ -675,26 +687,59 @@ def create_intent_mcp_http_app(
     max_request_body_size: int = DEFAULT_MAX_REQUEST_BODY_SIZE,
     max_jobs_per_client: int | None = DEFAULT_MAX_JOBS_PER_CLIENT,
     job_idle_seconds: float | None = DEFAULT_JOB_IDLE_SECONDS,
+    body_budget: BodyBudget | None = None,
+    body_timeout: float = DEFAULT_BODY_TIMEOUT,
 ) -> Starlette:
     """A Starlette app serving MCP_TOOLS at ``/mcp`` in both eras, for any ASGI server.
 
     Its lifespan must run (it starts the SDK's session manager).  The Bridge stays the
     caller's to close, after the app has shut down.  ``max_jobs_per_client`` and
-    ``job_idle_seconds`` are the fair-capacity policy (D-MCP-021; None switches one off).
+    ``job_idle_seconds`` are the fair-capacity policy (D-MCP-021; None switches one off);
+    ``body_budget`` and ``body_timeout`` bound request bodies in flight (D-MCP-022, D-MCP-023).
     """
     sessions = _HttpSessions(bridge, JobLedger(max_jobs_per_client, job_idle_seconds))
     server = build_intent_mcp_server(
         sessions.resolve, lifespan=sessions.lifespan, ledger=sessions.ledger, owner_of=sessions.owner
     )
-    return server.streamable_http_app(
+    security = _security(host, allowed_hosts, allowed_origins)
+    app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
-        transport_security=_security(host, allowed_hosts, allowed_origins),
+        transport_security=security,
         max_request_body_size=max_request_body_size,
         host=host,
     )
+    # D-MCP-022: in front of everything the SDK does, so Host/Origin are judged on the
+    # headers and the body is read once, timed and budgeted.
+    app.state.intent_session_manager = server.session_manager  # ending sessions quickly (D-MCP-023)
+    app.add_middleware(
+        RequestGuard,
+        security=security,
+        max_body_size=max_request_body_size,
+        budget=body_budget or BodyBudget(),
+        body_timeout=body_timeout,
+    )
+    return app
 
 
 class _UvicornServer(uvicorn.Server):
+    async def shutdown(self, sockets: Any = None) -> None:
+        # D-MCP-023: end every MCP session by closing its transport, and let the sessions
+        # wind down by themselves, before the SDK cancels its task group: cancelling
+        # thousands of live session tasks at once costs anyio time quadratic in their
+        # number (13 s for 10,000 sessions).  The SDK keeps no public list of its sessions;
+        # without one (another SDK version) this step is skipped and shutdown is as before.
+        manager = getattr(getattr(self.config.app, "state", None), "intent_session_manager", None)
+        sessions = getattr(manager, "_server_instances", None)
+        if isinstance(sessions, dict) and sessions:
+            for transport in list(sessions.values()):
+                with contextlib.suppress(Exception):
+                    await transport.terminate()
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + _SESSION_DRAIN_SECONDS
+            while sessions and loop.time() < deadline:
+                await asyncio.sleep(0.005)
+        await super().shutdown(sockets)
+
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         # uvicorn re-raises a caught SIGTERM after shutdown, which would end the process
@@ -712,6 +757,9 @@ async def serve_intent_mcp_http(
     max_request_body_size: int = DEFAULT_MAX_REQUEST_BODY_SIZE,
     max_jobs_per_client: int | None = DEFAULT_MAX_JOBS_PER_CLIENT,
     job_idle_seconds: float | None = DEFAULT_JOB_IDLE_SECONDS,
+    body_budget: BodyBudget | None = None,
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+    body_timeout: float = DEFAULT_BODY_TIMEOUT,
 ) -> IntentMcpService:
     """Serve MCP_TOOLS over streamable HTTP at ``http://host:port/mcp`` (port 0: any free one).
 
@@ -729,18 +777,30 @@ async def serve_intent_mcp_http(
             max_request_body_size=max_request_body_size,
             max_jobs_per_client=max_jobs_per_client,
             job_idle_seconds=job_idle_seconds,
+            body_budget=body_budget,
+            body_timeout=body_timeout,
         )
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.create_server((host, port), family=family)
+        sock = ListeningSocket.adopt(socket.create_server((host, port), family=family))  # D-MCP-023
     except BaseException:
         bridge.close()
         raise
     bound = sock.getsockname()[1]
     uv = _UvicornServer(
-        uvicorn.Config(app, log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=3)
+        uvicorn.Config(
+            app,
+            log_config=None,
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=3,
+            http=guarded_protocol(header_timeout),  # D-MCP-023: uvicorn has no header timeout
+        )
     )
 
     async def run(started: asyncio.Event) -> None:
+        loop = asyncio.get_running_loop()
+        previous_handler = loop.get_exception_handler()
+        loop.set_exception_handler(resource_exhaustion_handler(previous_handler))  # D-MCP-023
         serving = asyncio.create_task(uv.serve(sockets=[sock]))
         try:
             while not uv.started and not serving.done():
@@ -750,6 +810,7 @@ async def serve_intent_mcp_http(
             await serving
         finally:
             sock.close()
+            loop.set_exception_handler(previous_handler)
 
     def stop() -> None:
         uv.should_exit = True  # uvicorn's own graceful path: lifespan exit ends every session

@@ -59,9 +59,11 @@ async def client_from(url: str, mode: str, source: str = "127.0.0.1") -> AsyncIt
     """An SDK client whose TCP connections leave from ``source`` (a loopback address)."""
     transport = httpx2.AsyncHTTPTransport(local_address=source)
     timeout = httpx2.Timeout(30.0, read=300.0)  # the SDK's own defaults (create_mcp_http_client)
-    async with httpx2.AsyncClient(transport=transport, timeout=timeout) as http:
-        async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
-            yield client
+    async with (
+        httpx2.AsyncClient(transport=transport, timeout=timeout) as http,
+        Client(streamable_http_client(url, http_client=http), mode=mode) as client,
+    ):
+        yield client
 
 
 async def hoard(client: Client) -> list[dict[str, Any]]:
