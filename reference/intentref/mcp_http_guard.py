@@ -45,6 +45,12 @@ DEFAULT_SMALL_BODY_BUDGET: Final = 64 * 1024 * 1024
 # flight together: two maximal bodies.  Each costs the SDK several copies while it is
 # parsed (about 58 MB resident for 16 MiB), so this is what bounds the server's memory.
 DEFAULT_LARGE_BODY_BUDGET: Final = 32 * 1024 * 1024
+# D-MCP-022: the average rate at which large bodies are admitted (the pool above is the
+# burst).  The SDK spends about 74 ms of CPU on a 16 MiB body, all of it on the one event
+# loop every client shares: at 8 MiB/s that is under 4% of a core, however many senders
+# push large bodies back to back.  A large body is only ever a mistake (a candidate is at
+# most 1 MiB), so making it wait costs no legitimate flow anything.
+DEFAULT_LARGE_BODY_RATE: Final = 8 * 1024 * 1024
 # D-MCP-022: what a refused request is told to wait; bodies in flight finish in milliseconds
 # on loopback, so a second is ample.
 RETRY_AFTER_SECONDS: Final = 1
@@ -60,16 +66,37 @@ RESOURCE_LOG_INTERVAL: Final = 10.0
 
 
 class BodyBudget:
-    """Bytes of request bodies in flight, in two pools (D-MCP-022)."""
+    """Bytes of request bodies in flight, in two pools, and the rate of large ones (D-MCP-022).
 
-    def __init__(self, small: int = DEFAULT_SMALL_BODY_BUDGET, large: int = DEFAULT_LARGE_BODY_BUDGET) -> None:
+    The large pool bounds memory (bytes in flight); a token bucket over it bounds CPU
+    (bytes admitted per second on average, with the pool's size as the burst).
+    """
+
+    def __init__(
+        self,
+        small: int = DEFAULT_SMALL_BODY_BUDGET,
+        large: int = DEFAULT_LARGE_BODY_BUDGET,
+        large_rate: float = DEFAULT_LARGE_BODY_RATE,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.limits = {"small": small, "large": large}
         self.used = {"small": 0, "large": 0}
         self.refused = 0  # requests answered 503, for tests and the soak figure
+        self._rate = large_rate
+        self._clock = clock
+        self._tokens = float(large)
+        self._filled_at = clock()
 
     def take(self, pool: str, size: int) -> bool:
         if self.used[pool] + size > self.limits[pool]:
             return False
+        if pool == "large":
+            now = self._clock()
+            self._tokens = min(float(self.limits["large"]), self._tokens + (now - self._filled_at) * self._rate)
+            self._filled_at = now
+            if self._tokens < size:
+                return False
+            self._tokens -= size
         self.used[pool] += size
         return True
 
@@ -78,8 +105,9 @@ class BodyBudget:
 
 
 class _Refused(Exception):
-    def __init__(self, response: Response) -> None:
+    def __init__(self, response: Response, delay: float = 0.0) -> None:
         self.response = response
+        self.delay = delay  # seconds to hold the answer (D-MCP-022: a refused body waits out its Retry-After)
 
 
 def _too_busy() -> Response:
@@ -123,6 +151,11 @@ class RequestGuard:
             try:
                 body, trailer = await self._read_body(scope, receive, held)
             except _Refused as refused:
+                if refused.delay:
+                    # The refused sender waits out its own Retry-After here, reading nothing,
+                    # instead of coming straight back: a client that ignores Retry-After
+                    # cannot turn refusals into a flood that costs the server CPU.
+                    await anyio.sleep(refused.delay)
                 await refused.response(scope, receive, send)
                 return
             replay: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
@@ -146,7 +179,7 @@ class RequestGuard:
             # A large body reserves its whole declared size before any of it is read.
             if not self._budget.take("large", declared):
                 self._budget.refused += 1
-                raise _Refused(_too_busy())
+                raise _Refused(_too_busy(), delay=RETRY_AFTER_SECONDS)
             held["large"] = declared
         chunks: list[bytes] = []
         total = 0
@@ -178,7 +211,7 @@ class RequestGuard:
             pool = "large"  # an undeclared (chunked) body that grew past the small size
         if not self._budget.take(pool, size):
             self._budget.refused += 1
-            raise _Refused(_too_busy())
+            raise _Refused(_too_busy(), delay=RETRY_AFTER_SECONDS)
         held[pool] += size
 
 
