@@ -277,6 +277,41 @@ def guarded_protocol(header_timeout: float) -> type[GuardedH11Protocol]:
 
 _RESOURCE_ERRNOS: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
+# D-MCP-023: loggers that write one line per refused request (uvicorn: "Invalid HTTP request
+# received."; the SDK: "Invalid Host header", "Rejecting request for session", ...): any
+# client can make them write at will, so each message is rate-limited like the descriptor one.
+PER_REQUEST_LOGGERS: Final = (
+    "uvicorn.error",
+    "mcp.server.transport_security",
+    "mcp.server.streamable_http",
+    "mcp.server.streamable_http_manager",
+    "mcp.server._streamable_http_modern",
+)
+
+
+class RateLimitFilter(logging.Filter):
+    """At most one record per message template per RESOURCE_LOG_INTERVAL; the next says how many it folded."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self._clock = clock
+        self._seen: dict[tuple[str, int, str], tuple[float, int]] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = (record.name, record.levelno, str(record.msg))
+        now = self._clock()
+        last, folded = self._seen.get(key, (float("-inf"), 0))
+        if now - last < RESOURCE_LOG_INTERVAL:
+            self._seen[key] = (last, folded + 1)
+            return False
+        if len(self._seen) > 1024:  # templates are few; a flood of distinct ones must not grow this
+            self._seen.clear()
+        self._seen[key] = (now, 0)
+        if folded:
+            record.msg = f"{record.getMessage()} ({folded} more like it in the last {RESOURCE_LOG_INTERVAL:g} s)"
+            record.args = None
+        return True
+
 
 class ListeningSocket(socket.socket):
     """A listening socket whose ``accept()`` reports running out of resources once per wake-up.

@@ -38,8 +38,10 @@ from .mcp_capacity import DEFAULT_JOB_IDLE_SECONDS, DEFAULT_MAX_JOBS_PER_CLIENT,
 from .mcp_http_guard import (
     DEFAULT_BODY_TIMEOUT,
     DEFAULT_HEADER_TIMEOUT,
+    PER_REQUEST_LOGGERS,
     BodyBudget,
     ListeningSocket,
+    RateLimitFilter,
     RequestGuard,
     guarded_protocol,
     resource_exhaustion_handler,
@@ -797,7 +799,11 @@ async def serve_intent_mcp_http(
         )
     )
 
+    log_filter = RateLimitFilter()  # D-MCP-023: a client must not be able to flood the log
+
     async def run(started: asyncio.Event) -> None:
+        for name in PER_REQUEST_LOGGERS:
+            logging.getLogger(name).addFilter(log_filter)
         loop = asyncio.get_running_loop()
         previous_handler = loop.get_exception_handler()
         loop.set_exception_handler(resource_exhaustion_handler(previous_handler))  # D-MCP-023
@@ -811,6 +817,8 @@ async def serve_intent_mcp_http(
         finally:
             sock.close()
             loop.set_exception_handler(previous_handler)
+            for name in PER_REQUEST_LOGGERS:
+                logging.getLogger(name).removeFilter(log_filter)
 
     def stop() -> None:
         uv.should_exit = True  # uvicorn's own graceful path: lifespan exit ends every session

@@ -70,6 +70,7 @@ class Phase:
     peak_rss_mib: float = 0.0
     abusers: dict[str, Any] = field(default_factory=dict)
     server_cpu_share: float = 0.0  # server CPU seconds per second of the phase
+    server_log_lines: int = 0  # what the server wrote on stderr (after its start line)
     first_error: str = ""
 
     @property
@@ -412,7 +413,7 @@ def run_phase(config_file: Path, name: str, clients: int, seconds: float, abuser
     finally:
         if abuse is not None and abuse.is_alive():
             abuse.kill()
-        server.stop()
+        phase.server_log_lines = len(server.stop().splitlines())
     return phase
 
 
@@ -440,6 +441,7 @@ def report(abused: Phase, alone: Phase) -> list[str]:
         f"{alone.peak_rss_mib:.0f} MiB alone",
         f"soak: server CPU {abused.server_cpu_share:.2f} core with abusers, {alone.server_cpu_share:.2f} alone; "
         f"machine: {os.cpu_count()} CPUs",
+        f"soak: server log lines {abused.server_log_lines} with abusers, {alone.server_log_lines} alone",
         "soak: abusers met " + ", ".join(f"{k}={v}" for k, v in sorted(abused.abusers.items())),
     ]
     return lines
