@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import json
 import logging
 import socket
 import time
@@ -158,6 +159,12 @@ class RequestGuard:
                     await anyio.sleep(refused.delay)
                 await refused.response(scope, receive, send)
                 return
+            if _opens_a_session(scope) and not _is_json(body):
+                # D-MCP-022: the SDK registers a session (a task, streams) before it parses
+                # an opening request, then discards it; answering its parse error here
+                # first keeps a flood of garbage from costing a session each.
+                await _parse_error()(scope, receive, send)
+                return
             replay: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
             if trailer is not None:
                 replay.append(trailer)
@@ -213,6 +220,32 @@ class RequestGuard:
             self._budget.refused += 1
             raise _Refused(_too_busy(), delay=RETRY_AFTER_SECONDS)
         held[pool] += size
+
+
+def _opens_a_session(scope: Scope) -> bool:
+    """A POST the SDK would open a handshake-era session for: no session id, no 2026-07-28 version."""
+    if scope.get("method") != "POST":
+        return False
+    for name, value in scope["headers"]:
+        if name == b"mcp-session-id":
+            return False
+        if name == b"mcp-protocol-version" and value.startswith(b"2026"):
+            return False
+    return True
+
+
+def _is_json(body: bytes) -> bool:
+    try:
+        json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def _parse_error() -> Response:
+    # The SDK's own answer to a body that is not JSON (HTTP 400, JSON-RPC -32700, id null).
+    payload = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error: the body is not JSON."}}
+    return Response(json.dumps(payload), status_code=400, media_type="application/json")
 
 
 def _content_length(scope: Scope) -> int | None:

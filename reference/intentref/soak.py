@@ -1,7 +1,8 @@
 """``intentref bench --only soak``: legitimate HTTP clients beside abusive ones, then alone (D-MCP-024).
 
-Two phases of the same length, each against a fresh ``intent-runtime-mcp --http 127.0.0.1:0``
-with its default options (what an operator runs):
+Phases of the same length, each against a fresh ``intent-runtime-mcp --http 127.0.0.1:0``
+with its default options (what an operator runs), in rounds of one of each kind whose
+order alternates, so that drifting load on a shared machine weighs on both kinds alike:
 
 1. ``with abusers``: N well-behaved SDK clients, half in the 2025 handshake era and half in
    the 2026-07-28 era, run seed 000's order flow (prepare, core candidate, data candidate)
@@ -55,6 +56,8 @@ ORDER_NUMBER: Final = "000123"
 # Upper bounds on every abuser loop besides the deadline, so nothing runs away.
 MAX_ABUSER_ITERATIONS: Final = 100_000
 BIG_BODY: Final = 16 * 1024 * 1024 - 1024
+# Rounds of (abused, alone) phases in a full run, alternating their order.
+ROUNDS: Final = 2
 # How long the abuser process may take to import the SDK and let its hoarders fill their quota.
 ABUSER_START_SECONDS: Final = 30.0
 
@@ -323,7 +326,9 @@ async def _cross_client(url: str, deadline: float, stats: dict[str, Any]) -> Non
             await asyncio.sleep(0.5)  # a probe, not a second legitimate load
 
 
-async def _abuse(url: str, seconds: float, smoke: bool, stats: dict[str, Any], ready: Any, stop: Any) -> None:
+async def _abuse(
+    url: str, seconds: float, smoke: bool, stats: dict[str, Any], ready: Any, stop: Any, out: Any
+) -> None:
     parts = urlsplit(url)
     address = (parts.hostname or "127.0.0.1", parts.port or 0)
     deadline = time.monotonic() + seconds  # a backstop: the measured load's end (stop) comes first
@@ -349,25 +354,23 @@ async def _abuse(url: str, seconds: float, smoke: bool, stats: dict[str, Any], r
     tasks = [asyncio.ensure_future(job) for job in jobs]
     stopped = asyncio.ensure_future(asyncio.to_thread(stop.wait, seconds))
     await stopped
+    crashed = [t for t in tasks if t.done() and not t.cancelled() and t.exception() is not None]
     for task in tasks:
         task.cancel()
-    results = await asyncio.gather(*tasks, return_exceptions=True)
-    failures = [f"{type(r).__name__}: {r}" for r in results
-                if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError)]  # fmt: skip
-    stats["abuser_crashes"] = len(failures)
-    if failures:
-        stats["abuser_first_crash"] = failures[0][:300]
+    await asyncio.wait(tasks, timeout=5)  # a client's own teardown may linger; the figures do not wait for it
+    stats["abuser_crashes"] = len(crashed)
+    if crashed:
+        failure = crashed[0].exception()
+        stats["abuser_first_crash"] = f"{type(failure).__name__}: {failure}"[:300]
+    stats["abuser_cpu_s"] = round(time.process_time(), 2)
+    out.put(dict(stats))
 
 
 def _abuse_process(url: str, seconds: float, smoke: bool, out: Any, ready: Any, stop: Any) -> None:
     stats: dict[str, Any] = {key: 0 for key in (
         "hoarded_jobs", "hoarder_refused", "slow_cut_off_by_server", "big_body_failed",
         "garbage_dropped", "cross_client_refused", "cross_client_succeeded")}  # fmt: skip
-    try:
-        asyncio.run(_abuse(url, seconds, smoke, stats, ready, stop))
-    finally:
-        stats["abuser_cpu_s"] = round(time.process_time(), 2)
-        out.put(stats)
+    asyncio.run(_abuse(url, seconds, smoke, stats, ready, stop, out))
 
 
 # --------------------------------------------------------------------------- phases
@@ -417,13 +420,39 @@ def run_phase(config_file: Path, name: str, clients: int, seconds: float, abuser
     return phase
 
 
+def _merge(into: Phase, part: Phase) -> None:
+    into.seconds += part.seconds
+    into.flows += part.flows
+    into.errors += part.errors
+    into.mixed_up += part.mixed_up
+    into.latencies += part.latencies
+    into.first_error = into.first_error or part.first_error
+    into.peak_rss_mib = max(into.peak_rss_mib, part.peak_rss_mib)
+    into.server_cpu_share += part.server_cpu_share * part.seconds  # divided by the total below
+    into.server_log_lines += part.server_log_lines
+    for key, value in part.abusers.items():
+        if isinstance(value, int | float):
+            into.abusers[key] = into.abusers.get(key, 0) + value
+        else:
+            into.abusers.setdefault(key, value)
+
+
 def soak(smoke: bool = False, clients: int | None = None, seconds: float | None = None) -> tuple[Phase, Phase]:
+    """Alternate phases with and without abusers (ABBA order), so a machine whose other load
+    drifts during the run weighs on both sides alike; return the two totals."""
     clients = clients or (4 if smoke else 8)
-    seconds = seconds or (2.0 if smoke else 15.0)
+    seconds = seconds or (2.0 if smoke else 12.0)  # 12 s: past the 10 s head deadline, so slow senders are cut off
+    rounds = 1 if smoke else ROUNDS
+    abused, alone = Phase("with abusers", 0.0), Phase("alone", 0.0)
     with tempfile.TemporaryDirectory(prefix="intentref-soak-") as folder:
         config_file = _config_file(Path(folder))
-        abused = run_phase(config_file, "with abusers", clients, seconds, True, smoke)
-        alone = run_phase(config_file, "alone", clients, seconds, False, smoke)
+        for round_number in range(rounds):
+            order = (True, False) if round_number % 2 == 0 else (False, True)
+            for with_abusers in order:
+                part = run_phase(config_file, "", clients, seconds, with_abusers, smoke)
+                _merge(abused if with_abusers else alone, part)
+    for phase in (abused, alone):
+        phase.server_cpu_share /= phase.seconds or 1.0
     return abused, alone
 
 

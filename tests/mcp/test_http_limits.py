@@ -59,10 +59,19 @@ class ThreadServer:
 
     def close(self) -> None:
         self._run(self.service.close())
+        self._run(_cancel_the_rest())  # e.g. the SSE library's shutdown watchers
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=10)
+        self.loop.close()
         for intent in self.instances.values():
             intent.dispose()
+
+
+async def _cancel_the_rest() -> None:
+    rest = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in rest:
+        task.cancel()
+    await asyncio.gather(*rest, return_exceptions=True)
 
 
 @contextlib.contextmanager
@@ -314,3 +323,16 @@ def test_shutdown_with_2000_sessions_open_takes_under_2_seconds(config_file: Pat
     assert code == 0, server.stderr
     assert took < 2.0, f"shutdown took {took:.2f} s"
     assert json.dumps(INIT)  # the sessions were real handshakes (status 200 above)
+
+
+def test_an_opening_request_that_is_not_json_opens_no_session() -> None:
+    """spec: D-MCP-022 -- garbage gets the parse error without the SDK registering a session for it."""
+    with thread_server() as server, httpx.Client() as http:
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        for garbage in (b"garbage{", b"\xff\xfe", b"[" * 5000):
+            reply = http.post(server.url, content=garbage, headers=headers)
+            assert reply.status_code == 400
+            assert reply.json()["error"]["code"] == -32700 and reply.json()["id"] is None
+            assert "mcp-session-id" not in reply.headers
+        opened = http.post(server.url, json=INIT, headers=headers)
+        assert opened.status_code == 200 and "mcp-session-id" in opened.headers
