@@ -34,6 +34,18 @@ from .bridge import create_intent_bridge, retained_json
 from .errors import Issue, error, self_issue
 from .jsontext import dumps_compact
 from .limits import is_well_formed, well_formed
+from .mcp_capacity import DEFAULT_JOB_IDLE_SECONDS, DEFAULT_MAX_JOBS_PER_CLIENT, JobLedger
+from .mcp_http_guard import (
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_HEADER_TIMEOUT,
+    PER_REQUEST_LOGGERS,
+    BodyBudget,
+    ListeningSocket,
+    RateLimitFilter,
+    RequestGuard,
+    guarded_protocol,
+    resource_exhaustion_handler,
+)
 from .mcp_stdio import stdio_transport
 
 __all__ = [
@@ -58,6 +70,9 @@ DEFAULT_MAX_REQUEST_BODY_SIZE: Final = 16 * 1024 * 1024
 LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "::1")
 # How long close() lets an HTTP server drain before cancelling it outright.
 _GRACEFUL_STOP_SECONDS: Final = 10.0
+# D-MCP-023: how long shutdown waits for terminated MCP sessions to end by themselves
+# before the SDK cancels the rest; 10,000 sessions end in well under this.
+_SESSION_DRAIN_SECONDS: Final = 1.0
 
 
 class BridgeSession(Protocol):
@@ -362,6 +377,8 @@ def tool_result(reply: dict[str, Any], reply_json: str | None = None) -> types.C
 # --------------------------------------------------------------------------- server
 
 SessionResolver = Callable[[ServerRequestContext[Any]], BridgeSession]
+# Who a call's client is, for the per-client quota (D-MCP-020): given the call and its session.
+OwnerResolver = Callable[[ServerRequestContext[Any], BridgeSession], Any]
 
 
 @contextlib.asynccontextmanager
@@ -373,8 +390,15 @@ def build_intent_mcp_server(
     resolve_session: SessionResolver,
     *,
     lifespan: Callable[[Server[Any]], contextlib.AbstractAsyncContextManager[Any]] = _no_lifespan,
+    ledger: JobLedger | None = None,
+    owner_of: OwnerResolver | None = None,
 ) -> Server[Any]:
-    """A low-level SDK server exposing MCP_TOOLS; ``resolve_session`` picks each call's session."""
+    """A low-level SDK server exposing MCP_TOOLS; ``resolve_session`` picks each call's session.
+
+    With a ``ledger`` (HTTP, D-MCP-021), idle jobs are reclaimed before each call, a client
+    at its quota is refused a new job, and each reply is recorded; ``owner_of`` names the
+    client (D-MCP-020).
+    """
     tools = [types.Tool.model_validate(tool) for tool in MCP_TOOLS]
     bench_noop = os.environ.get(BENCH_NOOP_ENV) == "1"  # D-MCP-015
     if bench_noop:
@@ -404,7 +428,16 @@ def build_intent_mcp_server(
             return noop_result
         if bench_noop and params.name == BENCH_REPLAY_TOOL:
             return last_result[0]
-        reply = call_intent_tool(session, params.name, params.arguments)
+        if ledger is None:
+            reply = call_intent_tool(session, params.name, params.arguments)
+        else:
+            ledger.reclaim_idle()
+            owner = owner_of(ctx, session) if owner_of is not None else session
+            refusal = ledger.refusal(owner) if params.name == "intent_prepare" else None
+            if refusal is not None:
+                return tool_result(refusal)
+            reply = call_intent_tool(session, params.name, params.arguments)
+            ledger.record(owner, session, params.name, params.arguments, reply)
         result = tool_result(reply, retained_json(reply))  # D-BRG-021: the reply is unedited here
         if bench_noop and reply.get("kind") == "task":
             last_result[0] = result
@@ -592,9 +625,17 @@ class _HttpSessions:
     requests carry no session at all, so one shared session owns their jobs (D-MCP-003).
     """
 
-    def __init__(self, bridge: Bridge) -> None:
+    def __init__(self, bridge: Bridge, ledger: JobLedger) -> None:
         self._bridge = bridge
         self._stateless: BridgeSession | None = None
+        self.ledger = ledger
+
+    def owner(self, ctx: ServerRequestContext[Any], session: BridgeSession) -> Any:
+        """The client a call counts against (D-MCP-020): its MCP session, or its peer address."""
+        if session is not self._stateless:
+            return session
+        client = getattr(ctx.request, "client", None)
+        return ("peer", getattr(client, "host", None))
 
     def resolve(self, ctx: ServerRequestContext[Any]) -> BridgeSession:
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -607,6 +648,7 @@ class _HttpSessions:
             session = self._bridge.connect()
             connection.state[_SESSION_KEY] = session
             connection.exit_stack.callback(_close_session, session)  # spec: R-LIF-012
+            connection.exit_stack.callback(self.ledger.forget_session, session)
         return session
 
     @contextlib.asynccontextmanager
@@ -645,23 +687,61 @@ def create_intent_mcp_http_app(
     allowed_hosts: list[str] | None = None,
     allowed_origins: list[str] | None = None,
     max_request_body_size: int = DEFAULT_MAX_REQUEST_BODY_SIZE,
+    max_jobs_per_client: int | None = DEFAULT_MAX_JOBS_PER_CLIENT,
+    job_idle_seconds: float | None = DEFAULT_JOB_IDLE_SECONDS,
+    body_budget: BodyBudget | None = None,
+    body_timeout: float = DEFAULT_BODY_TIMEOUT,
 ) -> Starlette:
     """A Starlette app serving MCP_TOOLS at ``/mcp`` in both eras, for any ASGI server.
 
     Its lifespan must run (it starts the SDK's session manager).  The Bridge stays the
-    caller's to close, after the app has shut down.
+    caller's to close, after the app has shut down.  ``max_jobs_per_client`` and
+    ``job_idle_seconds`` are the fair-capacity policy (D-MCP-021; None switches one off);
+    ``body_budget`` and ``body_timeout`` bound request bodies in flight (D-MCP-022, D-MCP-023).
     """
-    sessions = _HttpSessions(bridge)
-    server = build_intent_mcp_server(sessions.resolve, lifespan=sessions.lifespan)
-    return server.streamable_http_app(
+    sessions = _HttpSessions(bridge, JobLedger(max_jobs_per_client, job_idle_seconds))
+    server = build_intent_mcp_server(
+        sessions.resolve, lifespan=sessions.lifespan, ledger=sessions.ledger, owner_of=sessions.owner
+    )
+    security = _security(host, allowed_hosts, allowed_origins)
+    app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
-        transport_security=_security(host, allowed_hosts, allowed_origins),
+        transport_security=security,
         max_request_body_size=max_request_body_size,
         host=host,
     )
+    # D-MCP-022: in front of everything the SDK does, so Host/Origin are judged on the
+    # headers and the body is read once, timed and budgeted.
+    app.state.intent_session_manager = server.session_manager  # ending sessions quickly (D-MCP-023)
+    app.add_middleware(
+        RequestGuard,
+        security=security,
+        max_body_size=max_request_body_size,
+        budget=body_budget or BodyBudget(),
+        body_timeout=body_timeout,
+    )
+    return app
 
 
 class _UvicornServer(uvicorn.Server):
+    async def shutdown(self, sockets: Any = None) -> None:
+        # D-MCP-023: end every MCP session by closing its transport, and let the sessions
+        # wind down by themselves, before the SDK cancels its task group: cancelling
+        # thousands of live session tasks at once costs anyio time quadratic in their
+        # number (13 s for 10,000 sessions).  The SDK keeps no public list of its sessions;
+        # without one (another SDK version) this step is skipped and shutdown is as before.
+        manager = getattr(getattr(self.config.app, "state", None), "intent_session_manager", None)
+        sessions = getattr(manager, "_server_instances", None)
+        if isinstance(sessions, dict) and sessions:
+            for transport in list(sessions.values()):
+                with contextlib.suppress(Exception):
+                    await transport.terminate()
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + _SESSION_DRAIN_SECONDS
+            while sessions and loop.time() < deadline:
+                await asyncio.sleep(0.005)
+        await super().shutdown(sockets)
+
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         # uvicorn re-raises a caught SIGTERM after shutdown, which would end the process
@@ -677,6 +757,11 @@ async def serve_intent_mcp_http(
     allowed_hosts: list[str] | None = None,
     allowed_origins: list[str] | None = None,
     max_request_body_size: int = DEFAULT_MAX_REQUEST_BODY_SIZE,
+    max_jobs_per_client: int | None = DEFAULT_MAX_JOBS_PER_CLIENT,
+    job_idle_seconds: float | None = DEFAULT_JOB_IDLE_SECONDS,
+    body_budget: BodyBudget | None = None,
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+    body_timeout: float = DEFAULT_BODY_TIMEOUT,
 ) -> IntentMcpService:
     """Serve MCP_TOOLS over streamable HTTP at ``http://host:port/mcp`` (port 0: any free one).
 
@@ -692,18 +777,36 @@ async def serve_intent_mcp_http(
             allowed_hosts=allowed_hosts,
             allowed_origins=allowed_origins,
             max_request_body_size=max_request_body_size,
+            max_jobs_per_client=max_jobs_per_client,
+            job_idle_seconds=job_idle_seconds,
+            body_budget=body_budget,
+            body_timeout=body_timeout,
         )
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.create_server((host, port), family=family)
+        sock = ListeningSocket.adopt(socket.create_server((host, port), family=family))  # D-MCP-023
     except BaseException:
         bridge.close()
         raise
     bound = sock.getsockname()[1]
     uv = _UvicornServer(
-        uvicorn.Config(app, log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=3)
+        uvicorn.Config(
+            app,
+            log_config=None,
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=3,
+            http=guarded_protocol(header_timeout),  # D-MCP-023: uvicorn has no header timeout
+        )
     )
 
+    log_filter = RateLimitFilter()  # D-MCP-023: a client must not be able to flood the log
+
     async def run(started: asyncio.Event) -> None:
+        for name in PER_REQUEST_LOGGERS:
+            logging.getLogger(name).addFilter(log_filter)
+        loop = asyncio.get_running_loop()
+        previous_handler = loop.get_exception_handler()
+        loop.set_exception_handler(resource_exhaustion_handler(previous_handler))  # D-MCP-023
         serving = asyncio.create_task(uv.serve(sockets=[sock]))
         try:
             while not uv.started and not serving.done():
@@ -713,6 +816,9 @@ async def serve_intent_mcp_http(
             await serving
         finally:
             sock.close()
+            loop.set_exception_handler(previous_handler)
+            for name in PER_REQUEST_LOGGERS:
+                logging.getLogger(name).removeFilter(log_filter)
 
     def stop() -> None:
         uv.should_exit = True  # uvicorn's own graceful path: lifespan exit ends every session

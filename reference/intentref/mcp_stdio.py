@@ -45,6 +45,21 @@ logger = logging.getLogger(__name__)
 READ_QUEUE: Final = 16
 # Seconds the writer gets, once the server is done, to finish the line it is writing.
 WRITE_GRACE: Final = 5.0
+# D-MCP-018: the longest input line kept.  The same bound as an HTTP request body
+# (D-MCP-009), so a 10 MB candidate still reaches the Bridge and gets its LIMIT_EXCEEDED
+# reply; a longer line is skipped up to its newline without being held, and answered
+# with LINE_TOO_LONG_CODE.
+MAX_LINE_BYTES: Final = 16 * 1024 * 1024
+# JSON-RPC 2.0: -32700 for text that is not JSON, -32600 for a request that cannot be one.
+PARSE_ERROR_CODE: Final = -32700
+LINE_TOO_LONG_CODE: Final = -32600
+
+
+class OverlongLine:
+    """What the splitter yields in place of a line longer than its limit (D-MCP-018)."""
+
+    def __init__(self, length: int) -> None:
+        self.length = length  # bytes seen before the newline; none of them were kept
 
 
 # --------------------------------------------------------------------------- decoding one line
@@ -103,6 +118,39 @@ def decode_line(line: bytes) -> SessionMessage | Exception:
         return SessionMessage(types.jsonrpc_message_adapter.validate_json(text, by_name=False))
     except Exception as exc:  # the server session answers a malformed line itself
         return recover_tool_call(exc) or exc
+
+
+def _error_message(code: int, message: str) -> SessionMessage:
+    # id null: the request's id could not be read (JSON-RPC 2.0, section 5).
+    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message)))
+
+
+def read_line(line: bytes | OverlongLine) -> SessionMessage | Exception:
+    """What one input item becomes: a message for the server, or an error reply for the client.
+
+    An overlong line, and a line that is not JSON at all, are answered here with a
+    JSON-RPC error of id null (D-MCP-018): the SDK's session would log either and answer
+    nothing, leaving its client waiting.  The happy path parses once; only a line the
+    SDK refused is parsed again, to tell "not JSON" from "JSON but not a message".
+    """
+    if isinstance(line, OverlongLine):
+        return _error_message(
+            LINE_TOO_LONG_CODE, f"Invalid Request: the line is longer than {MAX_LINE_BYTES} bytes and was skipped."
+        )
+    decoded = decode_line(line)
+    if isinstance(decoded, SessionMessage):
+        return decoded
+    return _parse_refusal(line) or decoded
+
+
+def _parse_refusal(line: bytes) -> SessionMessage | None:
+    try:
+        json.loads(line)
+    except RecursionError:
+        return _error_message(PARSE_ERROR_CODE, "Parse error: the JSON is nested too deeply to read.")
+    except ValueError:  # JSONDecodeError and UnicodeDecodeError alike
+        return _error_message(PARSE_ERROR_CODE, "Parse error: the line is not a JSON text.")
+    return None
 
 
 def encode_message(message: SessionMessage) -> bytes:
@@ -168,7 +216,7 @@ class _ThreadLines:
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
-        self._queue: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=READ_QUEUE)
+        self._queue: asyncio.Queue[bytes | OverlongLine | None] = asyncio.Queue(maxsize=READ_QUEUE)
         self._loop = asyncio.get_running_loop()
         self._stopped = threading.Event()
         threading.Thread(target=self._pump, name="intent-runtime-mcp stdin", daemon=True).start()
@@ -176,7 +224,7 @@ class _ThreadLines:
     def stop(self) -> None:
         self._stopped.set()
 
-    def _put(self, item: bytes | None) -> bool:
+    def _put(self, item: bytes | OverlongLine | None) -> bool:
         try:
             future = asyncio.run_coroutine_threadsafe(self._queue.put(item), self._loop)
         except RuntimeError:  # the loop is closed: nobody is listening any more
@@ -209,33 +257,55 @@ class _ThreadLines:
             return
         self._put(None)
 
-    async def lines(self) -> AsyncIterator[bytes]:
+    async def lines(self) -> AsyncIterator[bytes | OverlongLine]:
         while (line := await self._queue.get()) is not None:
             yield line
 
 
 class _LineSplitter:
-    """Newline framing over chunks; only each new chunk is searched, so a 10 MB line is not rescanned."""
+    """Newline framing over chunks; only each new chunk is searched, so a 10 MB line is not rescanned.
 
-    def __init__(self) -> None:
+    A line longer than ``limit`` is not accumulated: its bytes are counted and dropped up to
+    its newline, and an OverlongLine stands in its place (D-MCP-018).
+    """
+
+    def __init__(self, limit: int = MAX_LINE_BYTES) -> None:
         self._pending = bytearray()
+        self._limit = limit
+        self._skipped: int | None = None  # bytes of an overlong line dropped so far
 
-    def feed(self, chunk: bytes) -> list[bytes]:
-        lines = []
+    def _take(self, part: bytes | memoryview) -> None:
+        if self._skipped is not None:
+            self._skipped += len(part)
+        elif len(self._pending) + len(part) > self._limit:
+            self._skipped = len(self._pending) + len(part)
+            self._pending = bytearray()  # release the memory, not only the length
+        else:
+            self._pending += part
+
+    def feed(self, chunk: bytes) -> list[bytes | OverlongLine]:
+        lines: list[bytes | OverlongLine] = []
+        view = memoryview(chunk)
         start = 0
         while (end := chunk.find(b"\n", start)) != -1:
-            self._pending += chunk[start:end]
-            lines.append(bytes(self._pending))
-            self._pending.clear()
+            self._take(view[start:end])
+            if self._skipped is not None:
+                lines.append(OverlongLine(self._skipped))
+                self._skipped = None
+            else:
+                lines.append(bytes(self._pending))
+                self._pending.clear()
             start = end + 1
-        self._pending += chunk[start:]
+        self._take(view[start:])
         return lines
 
-    def rest(self) -> bytes:
+    def rest(self) -> bytes | OverlongLine:
+        if self._skipped is not None:
+            return OverlongLine(self._skipped)
         return bytes(self._pending)
 
 
-async def _read_lines(fd: int, pollable: bool) -> AsyncIterator[bytes]:
+async def _read_lines(fd: int, pollable: bool) -> AsyncIterator[bytes | OverlongLine]:
     """Lines of ``fd`` until end of input; the last one may lack its newline."""
     if not pollable and os.isatty(fd):
         reader = _ThreadLines(fd)
@@ -272,11 +342,21 @@ async def stdio_transport() -> AsyncIterator[tuple[Any, Any]]:
             read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](READ_QUEUE)
             write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
 
+            refusals = write_send.clone()  # the reader's own way to the client (D-MCP-018)
+
             async def read() -> None:
-                async with read_send:
+                async with read_send, refusals:
                     async for line in _read_lines(wire_in, in_pollable):
-                        if line.strip():
-                            await read_send.send(decode_line(line))
+                        if isinstance(line, bytes) and not line.strip():
+                            continue
+                        item = read_line(line)
+                        try:
+                            if isinstance(item, SessionMessage) and isinstance(item.message, types.JSONRPCError):
+                                await refusals.send(item)
+                            else:
+                                await read_send.send(item)
+                        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                            return  # the transport is stopping
 
             written = anyio.Event()
 
@@ -299,6 +379,7 @@ async def stdio_transport() -> AsyncIterator[tuple[Any, Any]]:
                 finally:
                     # The last reply may still be on its way out: let it finish, then stop.
                     write_send.close()
+                    refusals.close()
                     with anyio.move_on_after(WRITE_GRACE, shield=True):
                         await written.wait()
                     tg.cancel_scope.cancel()
