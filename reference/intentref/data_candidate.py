@@ -335,7 +335,9 @@ def judge(candidate: Any, ctx: DataContext) -> DataJudgement:
     chosen = ctx.choices
     violations = sorted({v for rule in DATA_RULES.values() for v in rule(candidate, ctx)})
     if not chosen.closed_candidates:
-        violations = without_unexpected_members(violations)
+        # Seed 000 "#data 候选" fixes exactly five root members, whatever is chosen below them.
+        at_root = {v for v in violations if v[0].count("/") <= 1}
+        violations = sorted(at_root | set(without_unexpected_members(violations)))
     if violations:
         return DataJudgement(violations, [], None)
     issues = [
@@ -356,8 +358,10 @@ def judge(candidate: Any, ctx: DataContext) -> DataJudgement:
     # spec: R-SCH-035, R-SCH-036, R-SCH-037 -- validated against the selected schema, never coerced or filled.
     schema_errors = ctx.definition.validate(ctx.selected, candidate["data"])
     if schema_errors:
-        if not chosen.schema_violation_is_contract_fault:
-            # A variant of D-DAT-005: data the schema cannot hold is a business fault.
+        # A variant of D-DAT-005: a value breaking a constraint of the definition is a business
+        # fault.  A value of the wrong type stays a contract fault whatever is chosen: seed 004
+        # names "字段类型错误" among the MODEL_OUTPUT_INVALID examples.
+        if not chosen.schema_violation_is_contract_fault and not any(e.keyword == "type" for e in schema_errors):
             return DataJudgement([], [Issue("DATA_CONSTRAINT_VIOLATED", "definition", e.path, e.message)
                                       for e in schema_errors], None)  # fmt: skip
         return DataJudgement([(e.path, e.message) for e in schema_errors], [], None)

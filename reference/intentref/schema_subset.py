@@ -26,18 +26,20 @@ from jsonschema import Draft7Validator, Draft201909Validator, FormatChecker
 
 from . import choices, jsonpointer
 from .errors import Issue, error
-from .limits import MAX_COMBINATION_ITEMS, MAX_SAFE_INTEGER, MIN_COMBINATION_ITEMS
 
 # The reference's resource limits, named here for callers that read them beside the subset;
 # the checks themselves read the limits in force (``intentref.choices``, D-LIM-004).
-from .limits import (  # noqa: F401, E402
+from .limits import (  # noqa: F401
+    MAX_COMBINATION_ITEMS,
     MAX_ENUM_VALUES,
     MAX_PATTERN_LENGTH,
+    MAX_SAFE_INTEGER,
     MAX_SCHEMA_BYTES,
     MAX_SCHEMA_DEPTH,
     MAX_SCHEMA_JSON_DEPTH,
     MAX_SCHEMA_NODES,
     MAX_TOP_LEVEL_FIELDS,
+    MIN_COMBINATION_ITEMS,
 )
 from .text import has_text
 
@@ -460,6 +462,7 @@ def _validation_schema(node: Any) -> Any:
 class DataError:
     path: str  # JSON Pointer under /data
     message: str
+    keyword: str = ""  # the schema keyword the value breaks (type, minimum, pattern, ...)
 
 
 @dataclass
@@ -511,6 +514,6 @@ class Definition:
             self._validators[selected] = validator
         out = []
         for err in validator.iter_errors(data):
-            out.append(DataError("/data" + jsonpointer.join(err.absolute_path), err.message))
+            out.append(DataError("/data" + jsonpointer.join(err.absolute_path), err.message, str(err.validator)))
         out.sort(key=lambda e: e.path)
         return out
