@@ -101,6 +101,9 @@ class Fault:
     # decision or a MAY: such a fault must be caught, but only reference cases can (D-CNF-033).
     seed_rule: ClassVar[str | None]
     envelope_only: ClassVar[bool] = False  # True: the fault is in the MCP envelope
+    # True: only a Bridge with small capacity options reaches the rule (D-CNF-032); a run on
+    # the default options, such as the property campaign's, never shows the fault.
+    needs_bridge_options: ClassVar[bool] = False
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         self.config = config
@@ -287,6 +290,7 @@ class ConflictAsReplay(Fault):
 
 class ReclaimedCancelConflict(Fault):
     name = "reclaimed_cancel_conflict"
+    needs_bridge_options = True
     breaks = "R-CAN-009: cancelling a reclaimed job returns BRIDGE_JOB_NOT_FOUND"
     seed_rule = "000 #工具与 session 方法: 任务被回收后返回 BRIDGE_JOB_NOT_FOUND"
     catch_with = (
