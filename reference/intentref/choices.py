@@ -89,7 +89,8 @@ class Choices:
     # False: only the root description needs one (R-SRC-005); field checks are optional.
     field_descriptions_need_checks: bool = True
     # D-LIM-006: bytes a lone surrogate counts for in a UTF-8 limit (3: U+FFFD as a
-    # TextEncoder writes it; 1: a "?" as Python's encode(errors="replace") writes it).
+    # TextEncoder writes it; variants: 1, a "?" as Python's encode(errors="replace") writes
+    # it, or 6, its \uXXXX escape).
     lone_surrogate_utf8_bytes: int = 3
 
     # --- core decisions added by later variants go above this line --------------------------

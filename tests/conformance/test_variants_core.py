@@ -1,4 +1,4 @@
-"""The core decision variants really change what the reference answers (D-CNF-040).
+"""The core decision variants really change what the reference answers (spec: D-CNF-040).
 
 Each test drives the same calls through the reference target (``variants.VariantTarget``
 with no variant: the defaults in force) and through one variant, and shows that the two
@@ -327,14 +327,18 @@ def test_smaller_and_larger_candidate_limits() -> None:
     assert all("nesting deeper" not in i["message"] for i in larger["error"]["issues"])  # only the extra member
 
 
-def test_lone_surrogate_one_byte() -> None:
+def test_lone_surrogate_byte_counts() -> None:
     text = "\ud800" * 10
     assert utf8_length(text) == 30  # D-LIM-006: each as U+FFFD
     with choices.chosen(variants.target("lone-surrogate-one-byte").choices):
         assert utf8_length(text) == 10
         assert utf8_length("\ud800\ufffd") == 4  # a real U+FFFD keeps its 3 bytes
-    detail = "\udc00" * 683  # 2,049 bytes counted as U+FFFD; 683 counted as "?"
-    for name, expected in ((None, "INPUT_INVALID"), ("lone-surrogate-one-byte", "MODEL_ABORTED")):
+    with choices.chosen(variants.target("lone-surrogate-as-escape").choices):
+        assert utf8_length(text) == 60
+    over = "\udc00" * 683  # 2,049 bytes counted as U+FFFD; 683 counted as "?"
+    under = "\ud800" * 682  # 2,046 bytes counted as U+FFFD; 4,092 counted as escapes
+    for name, detail, expected in ((None, over, "INPUT_INVALID"), ("lone-surrogate-one-byte", over, "MODEL_ABORTED"),
+                                   (None, under, "MODEL_ABORTED"), ("lone-surrogate-as-escape", under, "INPUT_INVALID")):  # fmt: skip
         opened = _target(name).open({"i": _instance()}, {})
         session = opened.connect()
         task = session.prepare({"instance": "i", "input": ORDER_INPUT}).value

@@ -155,6 +155,15 @@ LONE_SURROGATE_ONE_BYTE = Variant(
     choices=replace_choices(lone_surrogate_utf8_bytes=1),
 )
 
+# The other direction: "one under the limit is accepted" breaks only when a lone surrogate
+# counts for more than three bytes.
+LONE_SURROGATE_AS_ESCAPE = Variant(
+    name="lone-surrogate-as-escape",
+    decisions=("D-LIM-006",),
+    summary="a lone surrogate counts 6 bytes in a UTF-8 limit (its \\uXXXX escape, as JSON text carries it)",
+    choices=replace_choices(lone_surrogate_utf8_bytes=6),
+)
+
 VARIANTS: tuple[Variant, ...] = (
     EVIDENCE_PER_LEAF,
     OPEN_CANDIDATES,
@@ -173,4 +182,5 @@ VARIANTS: tuple[Variant, ...] = (
     SMALLER_LIMITS,
     LARGER_LIMITS,
     LONE_SURROGATE_ONE_BYTE,
+    LONE_SURROGATE_AS_ESCAPE,
 )
