@@ -48,6 +48,9 @@ class Choices:
     # D-DAT-003: violated / undetermined checks add an implied issue.  False: they do not add
     # one, and the candidate's own issues are all the error carries (or a generic one).
     implied_verdict_issues: bool = True
+    # D-DAT-003: the implied issue is left out where the candidate filed one at the check's
+    # path.  True: every violated / undetermined check adds its issue regardless.
+    verdict_issue_at_every_check: bool = False
     # D-DAT-004: a required field cannot be not_provided.  False: it may, and that is a
     # business fault (DATA_REQUIRED_MISSING).
     required_not_provided_is_contract_fault: bool = True
@@ -79,14 +82,15 @@ class Choices:
     # D-SCH-001: `pattern` and the `regex` format follow ECMA-262 (regress).  False: Python's
     # `re` (what a plain Draft-7 validator in Python does).
     ecma_regex: bool = True
-    # D-SCH-004: `$schema` takes http and https, each with or without the trailing `#`.
-    # False: only the two canonical spellings, with the `#`.
+    # D-SCH-004: `$schema` takes http and https, each with or without the trailing `#`, at
+    # any node.  False: only the two canonical spellings, with the `#`, and only at the root.
     any_draft7_id_spelling: bool = True
     # D-DAT-002: each returned selected field with a description needs a check at its path.
     # False: only the root description needs one (R-SRC-005); field checks are optional.
     field_descriptions_need_checks: bool = True
     # D-LIM-006: bytes a lone surrogate counts for in a UTF-8 limit (3: U+FFFD as a
-    # TextEncoder writes it; 1: a "?" as Python's encode(errors="replace") writes it).
+    # TextEncoder writes it; variants: 1, a "?" as Python's encode(errors="replace") writes
+    # it, or 6, its \uXXXX escape).
     lone_surrogate_utf8_bytes: int = 3
 
     # --- core decisions added by later variants go above this line --------------------------

@@ -95,9 +95,11 @@ def exact_members(node: dict[str, Any], members: tuple[str, ...], path: str) -> 
 UNEXPECTED_MEMBER: Final = "unexpected member"
 
 
-def without_unexpected_members(violations: list[Violation]) -> list[Violation]:
-    """A variant of D-COR-002 (open candidates): unknown members are ignored, not violations."""
-    return [v for v in violations if not v[1].startswith(UNEXPECTED_MEMBER + " ")]
+def without_unexpected_members(violations: list[Violation], keep_root: bool = False) -> list[Violation]:
+    """A variant of D-COR-002 (open candidates): unknown members are ignored, not violations
+    (``keep_root``: except members of the root object)."""
+    return [v for v in violations
+            if not v[1].startswith(UNEXPECTED_MEMBER + " ") or (keep_root and v[0].count("/") == 1)]  # fmt: skip
 
 
 def _texts(value: Any, path: str, what: str) -> Iterator[Violation]:

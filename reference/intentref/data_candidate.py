@@ -335,9 +335,8 @@ def judge(candidate: Any, ctx: DataContext) -> DataJudgement:
     chosen = ctx.choices
     violations = sorted({v for rule in DATA_RULES.values() for v in rule(candidate, ctx)})
     if not chosen.closed_candidates:
-        # Seed 000 "#data 候选" fixes exactly five root members, whatever is chosen below them.
-        at_root = {v for v in violations if v[0].count("/") <= 1}
-        violations = sorted(at_root | set(without_unexpected_members(violations)))
+        # Seed 000 fixes the five root members ("恰有以下五个根字段"); only deeper levels open.
+        violations = without_unexpected_members(violations, keep_root=True)
     if violations:
         return DataJudgement(violations, [], None)
     issues = [
@@ -345,23 +344,28 @@ def judge(candidate: Any, ctx: DataContext) -> DataJudgement:
     ]
     if not chosen.required_not_provided_is_contract_fault:
         issues.extend(_required_fields_not_provided(candidate, ctx, issues))
-    own_issues = bool(issues)
-    for check in candidate["descriptionChecks"]:
-        code = VERDICT_ISSUE_CODES.get(check["verdict"])
-        # spec: R-DAT-018 -- violated / undetermined checks are business extraction errors.
-        # A variant of D-DAT-003 adds the implied issues only when the candidate filed none.
-        implied = chosen.implied_verdict_issues or not own_issues
-        if code is not None and implied and not any(i.path == check["path"] for i in issues):
-            issues.append(Issue(code, "definition", check["path"], check["explanation"]))
+    if chosen.implied_verdict_issues:
+        for check in candidate["descriptionChecks"]:
+            code = VERDICT_ISSUE_CODES.get(check["verdict"])
+            # spec: R-DAT-018 -- violated / undetermined checks are business extraction errors.
+            # A variant of D-DAT-003 adds one even where the candidate filed an issue at that path.
+            own = not chosen.verdict_issue_at_every_check and any(i.path == check["path"] for i in issues)
+            if code is not None and not own:
+                issues.append(Issue(code, "definition", check["path"], check["explanation"]))
+    elif not issues:
+        # A variant of D-DAT-003: verdicts imply no issues; the error still needs one (R-DAT-018).
+        failed = [c for c in candidate["descriptionChecks"] if c["verdict"] in VERDICT_ISSUE_CODES]
+        if failed:
+            issues.append(Issue(VERDICT_ISSUE_CODES[failed[0]["verdict"]], "definition", None,
+                                "a description check was not satisfied."))  # fmt: skip
     if issues:
         return DataJudgement([], issues, None)
     # spec: R-SCH-035, R-SCH-036, R-SCH-037 -- validated against the selected schema, never coerced or filled.
     schema_errors = ctx.definition.validate(ctx.selected, candidate["data"])
     if schema_errors:
-        # A variant of D-DAT-005: a value breaking a constraint of the definition is a business
-        # fault.  A value of the wrong type stays a contract fault whatever is chosen: seed 004
-        # names "字段类型错误" among the MODEL_OUTPUT_INVALID examples.
         if not chosen.schema_violation_is_contract_fault and not any(e.keyword == "type" for e in schema_errors):
+            # A variant of D-DAT-005: data the schema cannot hold is a business fault, except a
+            # value of the wrong type (seed 004 names a field type error MODEL_OUTPUT_INVALID).
             return DataJudgement([], [Issue("DATA_CONSTRAINT_VIOLATED", "definition", e.path, e.message)
                                       for e in schema_errors], None)  # fmt: skip
         return DataJudgement([(e.path, e.message) for e in schema_errors], [], None)

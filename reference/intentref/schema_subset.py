@@ -24,24 +24,21 @@ import jsonschema
 import regress
 from jsonschema import Draft7Validator, Draft201909Validator, FormatChecker
 
-from . import choices, jsonpointer
+from . import choices, jsonpointer, limits
 from .errors import Issue, error
-
-# The reference's resource limits, named here for callers that read them beside the subset;
-# the checks themselves read the limits in force (``intentref.choices``, D-LIM-004).
-from .limits import (  # noqa: F401
-    MAX_COMBINATION_ITEMS,
-    MAX_ENUM_VALUES,
-    MAX_PATTERN_LENGTH,
-    MAX_SAFE_INTEGER,
-    MAX_SCHEMA_BYTES,
-    MAX_SCHEMA_DEPTH,
-    MAX_SCHEMA_JSON_DEPTH,
-    MAX_SCHEMA_NODES,
-    MAX_TOP_LEVEL_FIELDS,
-    MIN_COMBINATION_ITEMS,
-)
+from .limits import MAX_COMBINATION_ITEMS, MAX_SAFE_INTEGER, MIN_COMBINATION_ITEMS
 from .text import has_text
+
+# The reference's resource limits (D-LIM-004), named here too for callers that read them beside
+# the subset.  The checks read the limits in force instead (``intentref.choices``), so that a
+# decision variant can change them.
+MAX_ENUM_VALUES: Final = limits.MAX_ENUM_VALUES
+MAX_PATTERN_LENGTH: Final = limits.MAX_PATTERN_LENGTH
+MAX_SCHEMA_BYTES: Final = limits.MAX_SCHEMA_BYTES
+MAX_SCHEMA_DEPTH: Final = limits.MAX_SCHEMA_DEPTH
+MAX_SCHEMA_JSON_DEPTH: Final = limits.MAX_SCHEMA_JSON_DEPTH
+MAX_SCHEMA_NODES: Final = limits.MAX_SCHEMA_NODES
+MAX_TOP_LEVEL_FIELDS: Final = limits.MAX_TOP_LEVEL_FIELDS
 
 JSON_TYPES: Final = ("object", "array", "string", "number", "integer", "boolean", "null")
 # spec: R-SCH-026 -- the supported format names.
@@ -157,7 +154,7 @@ def _format(value: Any, path: str) -> SubSchemas:
 
 
 def _enum(value: Any, path: str) -> SubSchemas:
-    if not isinstance(value, list) or not value:  # spec: D-SCH-012 (an empty enum is refused)
+    if not isinstance(value, list) or not value:
         raise _unsupported(path, "enum must be a non-empty array.")
     max_values = choices.current().max_enum_values
     if len(value) > max_values:
@@ -191,7 +188,11 @@ def _examples(value: Any, path: str) -> SubSchemas:
 
 
 def _dialect(value: Any, path: str) -> SubSchemas:
-    accepted = DRAFT7_IDS if choices.current().any_draft7_id_spelling else CANONICAL_DRAFT7_IDS
+    lenient = choices.current().any_draft7_id_spelling
+    if not lenient and path != "/$schema":
+        # A variant of D-SCH-004: the dialect is named once, at the root.
+        raise _unsupported(path, "$schema is accepted only at the root of a definition.")
+    accepted = DRAFT7_IDS if lenient else CANONICAL_DRAFT7_IDS
     if not isinstance(value, str) or value not in accepted:  # a list or dict is not hashable
         raise _unsupported(path, "$schema accepts only the Draft-7 identifier (http or https).")
     yield from ()
@@ -462,7 +463,7 @@ def _validation_schema(node: Any) -> Any:
 class DataError:
     path: str  # JSON Pointer under /data
     message: str
-    keyword: str = ""  # the schema keyword the value breaks (type, minimum, pattern, ...)
+    keyword: str = ""  # the schema keyword that failed (type, minimum, ...)
 
 
 @dataclass

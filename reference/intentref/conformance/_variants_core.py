@@ -72,7 +72,7 @@ CANONICAL_DRAFT7_ID = Variant(
     name="canonical-draft7-id",
     decisions=("D-SCH-004",),
     # Seed 003 names the http and https identifiers; the spelling without "#" is the decision.
-    summary="$schema accepts only http(s)://json-schema.org/draft-07/schema# (with the #)",
+    summary="$schema accepts only http(s)://json-schema.org/draft-07/schema# (with the #), and only at the root",
     choices=replace_choices(any_draft7_id_spelling=False),
 )
 
@@ -83,11 +83,18 @@ ROOT_DESCRIPTION_CHECKS_ONLY = Variant(
     choices=replace_choices(field_descriptions_need_checks=False),
 )
 
-OWN_ISSUES_FIRST = Variant(
-    name="own-issues-first",
+NO_IMPLIED_ISSUES = Variant(
+    name="no-implied-issues",
     decisions=("D-DAT-003",),
-    summary="violated / undetermined checks add implied issues only when the candidate filed no issue of its own",
+    summary="violated / undetermined checks imply no issue; with none filed the error carries one generic issue",
     choices=replace_choices(implied_verdict_issues=False),
+)
+
+VERDICT_ISSUE_AT_EVERY_CHECK = Variant(
+    name="verdict-issue-at-every-check",
+    decisions=("D-DAT-003",),
+    summary="every violated / undetermined check adds its issue, even beside the candidate's own at that path",
+    choices=replace_choices(verdict_issue_at_every_check=True),
 )
 
 REQUIRED_NOT_PROVIDED_IS_BUSINESS = Variant(
@@ -100,7 +107,7 @@ REQUIRED_NOT_PROVIDED_IS_BUSINESS = Variant(
 SCHEMA_VIOLATION_IS_BUSINESS = Variant(
     name="schema-violation-is-business",
     decisions=("D-DAT-005",),
-    summary="data the selected schema refuses is DATA_EXTRACTION_FAILED (DATA_CONSTRAINT_VIOLATED at its path)",
+    summary="data the selected schema refuses (a wrong type aside) is DATA_EXTRACTION_FAILED, DATA_CONSTRAINT_VIOLATED at its path",
     choices=replace_choices(schema_violation_is_contract_fault=False),
 )
 
@@ -148,6 +155,15 @@ LONE_SURROGATE_ONE_BYTE = Variant(
     choices=replace_choices(lone_surrogate_utf8_bytes=1),
 )
 
+# The other direction: "one under the limit is accepted" breaks only when a lone surrogate
+# counts for more than three bytes.
+LONE_SURROGATE_AS_ESCAPE = Variant(
+    name="lone-surrogate-as-escape",
+    decisions=("D-LIM-006",),
+    summary="a lone surrogate counts 6 bytes in a UTF-8 limit (its \\uXXXX escape, as JSON text carries it)",
+    choices=replace_choices(lone_surrogate_utf8_bytes=6),
+)
+
 VARIANTS: tuple[Variant, ...] = (
     EVIDENCE_PER_LEAF,
     OPEN_CANDIDATES,
@@ -159,10 +175,12 @@ VARIANTS: tuple[Variant, ...] = (
     FORMATS_ANNOTATE,
     CANONICAL_DRAFT7_ID,
     ROOT_DESCRIPTION_CHECKS_ONLY,
-    OWN_ISSUES_FIRST,
+    NO_IMPLIED_ISSUES,
+    VERDICT_ISSUE_AT_EVERY_CHECK,
     REQUIRED_NOT_PROVIDED_IS_BUSINESS,
     SCHEMA_VIOLATION_IS_BUSINESS,
     SMALLER_LIMITS,
     LARGER_LIMITS,
     LONE_SURROGATE_ONE_BYTE,
+    LONE_SURROGATE_AS_ESCAPE,
 )
