@@ -93,6 +93,9 @@ class Choices:
     # it, or 6, its \uXXXX escape).
     lone_surrogate_utf8_bytes: int = 3
 
+    # D-TXT-001: "blank" is ECMA-262 white space, as JavaScript's trim() reads it.  False: only
+    # ASCII white space is blank in a core candidate's texts (an ideographic space is text).
+    ecma_blank_texts: bool = True
     # --- core decisions added by later variants go above this line --------------------------
     # --- Bridge decisions (D-BRG-*) ----------------------------------------------------------
     # D-LIM-001: the capacity a BridgeConfig gets for an option it leaves out.

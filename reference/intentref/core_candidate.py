@@ -274,9 +274,22 @@ def core_violations(candidate: Any) -> list[Violation]:
     if not isinstance(candidate, dict):
         return [("", "the core candidate must be a JSON object.")]
     found = sorted({v for rule in CORE_RULES.values() for v in rule(candidate)})
-    if not choices.current().closed_candidates:  # once per judgement
+    chosen = choices.current()  # once per judgement
+    if not chosen.closed_candidates:
         found = without_unexpected_members(found)
+    if not chosen.ecma_blank_texts:
+        found = [v for v in found if not _ascii_text_at(candidate, v[0])]
     return found
+
+
+_ASCII_WHITESPACE: Final = " \t\n\v\f\r"
+
+
+def _ascii_text_at(candidate: Any, path: str) -> bool:
+    """A variant of D-TXT-001: the value at ``path`` is blank to ECMA-262 but not to ASCII."""
+    tokens = jsonpointer.split(path)
+    value = candidate if tokens is None else jsonpointer.resolve(candidate, tokens)
+    return isinstance(value, str) and not has_text(value) and bool(value.strip(_ASCII_WHITESPACE))
 
 
 # --- assembly (seed 001) --------------------------------------------------------------------

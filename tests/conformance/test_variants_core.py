@@ -345,3 +345,15 @@ def test_lone_surrogate_byte_counts() -> None:
         assert code(session.cancel({"jobId": task["jobId"], "detail": detail}).value) == expected, name
         session.close()
         opened.close()
+
+
+def test_ascii_blanks_take_an_ideographic_space_as_text() -> None:
+    # D-TXT-001: U+3000 is ECMA-262 white space, so the reference refuses it as a blank text.
+    core = {**ORDER_CORE, "normalizedInput": "\u3000"}
+    text = json.dumps(core, ensure_ascii=False)
+    assert code(run(None, _instance(), {"input": ORDER_INPUT, "fields": []}, text)) == "MODEL_OUTPUT_INVALID"
+    reply = run("ascii-blanks", _instance(), {"input": ORDER_INPUT, "fields": []}, text)
+    assert reply["kind"] == "result" and reply["result"]["normalizedInput"] == "\u3000"
+    # An ASCII-blank text stays blank under the variant too.
+    blank = json.dumps({**ORDER_CORE, "normalizedInput": " \t"}, ensure_ascii=False)
+    assert code(run("ascii-blanks", _instance(), {"input": ORDER_INPUT, "fields": []}, blank)) == "MODEL_OUTPUT_INVALID"

@@ -164,6 +164,13 @@ LONE_SURROGATE_AS_ESCAPE = Variant(
     choices=replace_choices(lone_surrogate_utf8_bytes=6),
 )
 
+ASCII_BLANKS = Variant(
+    name="ascii-blanks",
+    decisions=("D-TXT-001",),
+    summary="in a core candidate only ASCII white space is blank (an ideographic space is text)",
+    choices=replace_choices(ecma_blank_texts=False),
+)
+
 VARIANTS: tuple[Variant, ...] = (
     EVIDENCE_PER_LEAF,
     OPEN_CANDIDATES,
@@ -183,4 +190,5 @@ VARIANTS: tuple[Variant, ...] = (
     LARGER_LIMITS,
     LONE_SURROGATE_ONE_BYTE,
     LONE_SURROGATE_AS_ESCAPE,
+    ASCII_BLANKS,
 )

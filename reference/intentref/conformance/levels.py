@@ -74,11 +74,15 @@ class Proof:
 
 
 def _breaks(outcome: Any) -> bool:
-    """Failed, or unsupported for a capability the variant lacks (D-CNF-030), not for options."""
-    from .script import FAILED, UNSUPPORTED
+    """Failed; unsupported for a capability the variant lacks (D-CNF-030), not for options; or
+    errored because the variant refused a configuration the case builds (a definition the
+    reference accepts and the variant, deciding otherwise, does not)."""
+    from .script import ERRORED, FAILED, UNSUPPORTED
 
     lacked = outcome.detail.startswith("needs ") and not outcome.detail.startswith("needs Bridge option")
-    return bool(outcome.outcome == FAILED or (outcome.outcome == UNSUPPORTED and lacked))
+    refused = outcome.detail.startswith("the target refused the configuration")
+    return bool(outcome.outcome == FAILED or (outcome.outcome == UNSUPPORTED and lacked)
+                or (outcome.outcome == ERRORED and refused))  # fmt: skip
 
 
 def _run_variant(name: str, cases: list[Any]) -> tuple[VariantResult, dict[str, Any]]:
