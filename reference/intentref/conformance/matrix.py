@@ -422,11 +422,15 @@ def render_html(doc: dict[str, Any]) -> str:
         rate = "–" if s["normativePassRate"] is None else f"{100 * s['normativePassRate']:.1f}%"
         agree = "–" if s["referenceAgreement"] is None else f"{100 * s['referenceAgreement']:.1f}%"
         flow = "–" if s["seedFlowMedianMs"] is None else f"{s['seedFlowMedianMs']:.2f} ms"
-        reasons = "".join(f"<li>{count} × {e(reason)}</li>" for reason, count in s["unsupportedReasons"].items())
+        listed = "".join(f"<li>{count} × {e(reason)}</li>" for reason, count in s["unsupportedReasons"].items())
+        total = sum(s["unsupportedReasons"].values())
+        # A long list folds away: the summary row stays one screen line per implementation.
+        reasons = (f"<details><summary>{total} unsupported, {len(s['unsupportedReasons'])} reasons</summary>"
+                   f"<ul>{listed}</ul></details>" if len(s["unsupportedReasons"]) > 2 else f"<ul>{listed}</ul>")  # fmt: skip
         problem = f"<br><b>{e(s['error'])}</b>" if s["error"] else ""
         out.append(f"<tr><td>{e(impl['name'])}<br><small>{e(impl['spec'])}</small>{problem}</td><td>{e(impl['kind'])}</td>"
                    f"<td>{n['passed']}/{n['total'] - n['unsupported']} ({n['failed']} failed, {n['errored']} errored)</td>"
-                   f"<td>{rate}</td><td>{agree}</td><td>{flow}</td><td><ul>{reasons}</ul></td>"
+                   f"<td>{rate}</td><td>{agree}</td><td>{flow}</td><td>{reasons}</td>"
                    f"<td>{badge_for(s)}</td></tr>")  # fmt: skip
     out.append("</table>")
     options = "".join(f"<option value='{index[n]}'>{e(n)}</option>" for n in doc["caughtBy"])
