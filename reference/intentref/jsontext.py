@@ -104,16 +104,21 @@ def parse_candidate(text: str) -> Any:
     if chosen is not choices.REFERENCE:
         return _parse_as_chosen(text, chosen)
     _check_text(text)
+    value = _decode(_DECODER, text, choices.REFERENCE.max_candidate_depth)
+    _check_depth(value, check_strings=_SURROGATE_ESCAPE.search(text) is not None)
+    return value
+
+
+def _decode(decoder: json.JSONDecoder, text: str, max_depth: int) -> Any:
+    """``decoder.decode(text)``, its failures as CandidateTextError (one reading for every path)."""
     try:
-        value = _DECODER.decode(text)
+        return decoder.decode(text)
     except CandidateTextError:
         raise
     except RecursionError:
-        raise CandidateTextError(f"nesting deeper than {choices.REFERENCE.max_candidate_depth} levels") from None
+        raise CandidateTextError(f"nesting deeper than {max_depth} levels") from None
     except json.JSONDecodeError as exc:
         raise CandidateTextError(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    _check_depth(value, check_strings=_SURROGATE_ESCAPE.search(text) is not None)
-    return value
 
 
 # --- the same reading under other decisions (decision variants, D-CNF-040) ------------------
@@ -161,14 +166,7 @@ def _parse_as_chosen(text: str, chosen: choices.Choices) -> Any:
         _check_text(text)
     else:
         text = well_formed(text)  # a variant of D-JSON-002: raw lone surrogates read as U+FFFD
-    try:
-        value = decoder.decode(text)
-    except CandidateTextError:
-        raise
-    except RecursionError:
-        raise CandidateTextError(f"nesting deeper than {chosen.max_candidate_depth} levels") from None
-    except json.JSONDecodeError as exc:
-        raise CandidateTextError(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    value = _decode(decoder, text, chosen.max_candidate_depth)
     escapes = _SURROGATE_ESCAPE.search(text) is not None
     _check_depth(value, check_strings=escapes and surrogates_refused, max_depth=chosen.max_candidate_depth)
     if escapes and not surrogates_refused:
