@@ -12,7 +12,7 @@ import tomllib
 
 import pytest
 
-from intentref import mutation
+from intentref.devtools import mutation
 
 REPO = pathlib.Path(__file__).resolve().parent.parent.parent
 # mutmut runs the tests in its copy (mutants/), which has src/ where a checkout has reference/.
@@ -60,8 +60,8 @@ def test_the_profile_configs():
     smoke = mutation.profile_config(base, smoke=True, paths=())
     assert smoke["only_mutate"] == mutation.SMOKE_MUTATE
     assert all((REPO / path.split("::")[0]).exists() for path in smoke["pytest_add_cli_args_test_selection"])
-    chosen = mutation.profile_config(base, smoke=False, paths=["reference/intentref/text.py", "intentref/limits.py"])
-    assert chosen["only_mutate"] == ["src/intentref/text.py", "src/intentref/limits.py"]
+    chosen = mutation.profile_config(base, smoke=False, paths=["reference/intentref/core/text.py", "intentref/core/limits.py"])
+    assert chosen["only_mutate"] == ["src/intentref/core/text.py", "src/intentref/core/limits.py"]
     assert chosen["pytest_add_cli_args_test_selection"] == base["pytest_add_cli_args_test_selection"]
 
 
