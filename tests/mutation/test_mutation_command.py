@@ -78,7 +78,7 @@ def test_the_stage_links_the_checkout_and_leaves_out_the_node_packages(tmp_path)
     stage = tmp_path / "stage"
     mutation.prepare_stage(REPO, stage, base, fresh=True)
     assert (stage / "src").resolve() == (REPO / "reference").resolve()
-    assert (stage / "src" / "intentref" / "mutation.py").is_file()
+    assert (stage / "src" / "intentref" / "devtools" / "mutation.py").is_file()
     for name in ("conformance", "properties", "spec"):
         assert (stage / name).resolve() == (REPO / name).resolve()
     linked = {p.name for p in (stage / "tests").iterdir()}
@@ -101,3 +101,10 @@ def test_every_listed_equivalent_mutant_has_code_and_a_reason():
     text = (REPO / "spec" / "equivalent-mutants.md").read_text("utf-8")
     listed = [line for line in text.splitlines() if line.startswith("- `intentref.")]
     assert listed and len(listed) == len(mutation.equivalent_entries(REPO))
+
+
+def test_the_checkout_is_found_from_the_module_not_the_working_directory(tmp_path, monkeypatch):
+    # The module sits three folders below the root (reference/intentref/devtools/, issue 18):
+    # run from elsewhere, an editable install still mutates its own checkout.
+    monkeypatch.chdir(tmp_path)
+    assert mutation._find_repo() == REPO.resolve()

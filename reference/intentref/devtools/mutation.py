@@ -45,11 +45,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-# The repository root of a checkout: reference/intentref/devtools/mutation.py -> ../..
+# The repository root of a checkout: reference/intentref/devtools/mutation.py -> ../../..
 def _find_repo() -> pathlib.Path:
     """The checkout to mutate: the one this module lives in (editable install), else the
     current directory (a non-editable install run from a clone, as CI does)."""
-    for candidate in (pathlib.Path(__file__).resolve().parent.parent.parent, pathlib.Path.cwd()):
+    for candidate in (pathlib.Path(__file__).resolve().parents[3], pathlib.Path.cwd()):
         if (candidate / "pyproject.toml").exists() and (candidate / "reference" / "intentref").is_dir():
             return candidate
     return pathlib.Path.cwd()
