@@ -17,8 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from intentref import strategies as ist
-from intentref.jsontext import dumps_compact
-from intentref.limits import (
+from intentref.core.jsontext import dumps_compact
+from intentref.core.limits import (
     MAX_CANCEL_DETAIL_BYTES,
     MAX_CANDIDATE_BYTES,
     MAX_INPUT_BYTES,

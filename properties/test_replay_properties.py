@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from intentref import strategies as ist
-from intentref.jsontext import dumps_compact
+from intentref.core.jsontext import dumps_compact
 
 REPAIRING = ["tworepairs", "order", "multi", "default", "gen-01", "gen-02", "gen-03"]
 

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from intentref import strategies as ist
-from intentref.jsontext import dumps_compact
+from intentref.core.jsontext import dumps_compact
 
 REQUIREMENTS = ("R-RES-038", "R-RES-039", "R-RES-032", "R-RES-033")
 EVERY_COMBINATION = list(itertools.product([False, True], repeat=3))

@@ -18,7 +18,7 @@ settings.register_profile("long", max_examples=5_000, deadline=None, suppress_he
 settings.load_profile("long" if __import__("os").environ.get("INTENTREF_LONG") == "1" else "ci")
 
 # The seed order example: one definition, shared with the benchmarks.
-from intentref.examples import ORDER_CORE, ORDER_DATA, ORDER_SCHEMA  # noqa: E402, F401
+from intentref.devtools.examples import ORDER_CORE, ORDER_DATA, ORDER_SCHEMA  # noqa: E402, F401
 
 
 def dumps(value: Any) -> str:

@@ -1,7 +1,8 @@
 """intentref: the reference implementation of the intent-runtime Bridge/MCP protocol."""
 
-from .errors import ERROR_CODES, IntentDataError, IntentParseError, Issue
-from .intent import (
+from intentref._version import __version__ as __version__
+from intentref.core.errors import ERROR_CODES, IntentDataError, IntentParseError, Issue
+from intentref.intent import (
     Intent,
     ModelAborted,
     ModelAuthFailed,
@@ -29,17 +30,15 @@ __all__ = [
     "serve_intent_mcp",
 ]
 
-__version__ = "0.1.0"
-
 
 def __getattr__(name: str) -> object:
     # The Bridge and the MCP server load lazily: the core must import without the MCP SDK.
     if name == "create_intent_bridge":
-        from .bridge import create_intent_bridge
+        from intentref.bridge import create_intent_bridge
 
         return create_intent_bridge
     if name in ("serve_intent_mcp", "MCP_TOOLS"):
-        from . import mcp_server
+        from intentref.mcp import server as mcp_server
 
         return getattr(mcp_server, name)
     raise AttributeError(name)

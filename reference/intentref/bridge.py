@@ -3,7 +3,7 @@
 What lives here is everything the pure ``Job`` leaves out: sessions and job ownership,
 tokens, replay of retained replies, step conflicts, the shared capacity budget, and the
 legacy clocks.  There is no IO, no asyncio and no thread: every call runs to completion
-and returns a JSON-ready BridgeReply dict.  The MCP adapter (``intentref.mcp_server``)
+and returns a JSON-ready BridgeReply dict.  The MCP adapter (``intentref.mcp.server``)
 and any other transport only move these dicts.
 
 Threading (D-BRG-017): a Bridge and all of its sessions share one mutable store and
@@ -28,13 +28,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, NamedTuple
 
-from . import jsonpointer
-from .choices import Choices, current
-from .errors import CANCEL_CODES, IntentParseError, Issue, error, self_issue
-from .intent import Intent
-from .job import Job, Outcome, Task
-from .jsontext import dumps_compact, json_type_name
-from .limits import (
+from intentref.core import jsonpointer
+from intentref.core.choices import Choices, current
+from intentref.core.errors import CANCEL_CODES, IntentParseError, Issue, error, self_issue
+from intentref.core.job import Job, Outcome, Task
+from intentref.core.jsontext import dumps_compact, json_type_name
+from intentref.core.limits import (
     DEFAULT_MAX_JOBS,
     DEFAULT_MAX_REPLAY_BYTES,
     DEFAULT_MAX_REPLAY_ENTRIES,
@@ -43,6 +42,7 @@ from .limits import (
     utf8_length,
     well_formed,
 )
+from intentref.intent import Intent
 
 Reply = dict[str, Any]
 Clock = Callable[[], float]

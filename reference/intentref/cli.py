@@ -16,7 +16,7 @@ from typing import Final
 
 
 def _schemas(args: argparse.Namespace) -> int:
-    from . import models
+    from intentref.core import models
 
     out = pathlib.Path(args.out)
     stale = []
@@ -36,7 +36,7 @@ def _schemas(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from .bench import main as bench_main
+    from intentref.devtools.bench import main as bench_main
 
     return bench_main(smoke=args.smoke, only=args.only)
 
@@ -50,7 +50,7 @@ def plain(text: str | None) -> str | None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from intentref import __version__
 
     parser = argparse.ArgumentParser(prog="intentref", description=plain(__doc__.splitlines()[0] if __doc__ else None))
     parser.add_argument("--version", action="version", version=f"intentref {__version__}")
@@ -68,13 +68,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     # properties / fuzz / check: each module declares its own arguments and imports its
     # machinery only when run, so building this parser stays cheap.
-    from . import check, fuzz, mutation, properties_cli
+    from intentref.devtools import mutation
+    from intentref.suite import check, fuzz, properties_cli
 
     for command in (properties_cli, fuzz, check, mutation):
         command.add_parser(sub)
 
-    from .conformance import cli as conformance_cli  # argparse only; the runner loads when run
-    from .conformance import levels, matrix
+    from intentref.suite.conformance import cli as conformance_cli  # argparse only; the runner loads when run
+    from intentref.suite.conformance import levels, matrix
 
     levels.add_parser(sub)
     matrix.add_parser(sub)

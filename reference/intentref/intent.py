@@ -12,13 +12,13 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
-from . import jsonpointer
-from .errors import IntentParseError, Issue, error
-from .job import Job
-from .limits import DEFAULT_REPAIR_ATTEMPTS, MAX_REPAIR_ATTEMPTS
-from .request import read_request
-from .schema_subset import Definition
-from .text import has_text
+from intentref.core import jsonpointer
+from intentref.core.errors import IntentParseError, Issue, error
+from intentref.core.job import Job
+from intentref.core.limits import DEFAULT_REPAIR_ATTEMPTS, MAX_REPAIR_ATTEMPTS
+from intentref.core.request import read_request
+from intentref.core.schema_subset import Definition
+from intentref.core.text import has_text
 
 CONFIG_KEYS: Final = frozenset({"language", "schema", "repairAttempts"})
 DEFAULT_LANGUAGE: Final = "en"  # D-CFG-002

@@ -28,7 +28,7 @@ Everything generated is valid by construction unless its name says otherwise:
   reference) or malformed in one named way, for decoder tests;
 * wrong calls: ``malformed_requests(op)``, ``cancel_details(total_bytes)``.
 
-And the pieces a property needs to drive a target (``intentref.conformance.targets``):
+And the pieces a property needs to drive a target (``intentref.suite.conformance.targets``):
 ``Example``, ``DifferentialTarget``, ``make_target``, ``catalog_instances``.
 """
 
@@ -39,9 +39,9 @@ from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
-from . import _strategies_impl as _impl
-from ._projection import FAULT_DECISIONS, DecidedAssertion, decided, failure_level, project
-from ._property_targets import (
+from intentref.suite import _strategies_impl as _impl
+from intentref.suite._projection import FAULT_DECISIONS, DecidedAssertion, decided, failure_level, project
+from intentref.suite._property_targets import (
     STATS,
     DifferentialTarget,
     Divergence,
@@ -62,7 +62,8 @@ from ._property_targets import (
     separate_sessions,
     step_of,
 )
-from ._strategies_impl import (
+from intentref.suite._reference_replies import catalog_schema, reference_reply
+from intentref.suite._strategies_impl import (
     DEEP_NESTING,
     FAULTS,
     LONE_SURROGATES,
@@ -75,7 +76,6 @@ from ._strategies_impl import (
     Plan,
     RandomDraw,
     Subject,
-    catalog_schema,
     faults_for,
     leaves,
     payload_sources,
@@ -228,15 +228,15 @@ def wrong_type_values() -> st.SearchStrategy[Any]:
 def bridge_replies(valid: bool = True) -> st.SearchStrategy[Any]:
     """Real replies of the reference; with ``valid=False``, ``(defect, requirement, value)``."""
     if valid:
-        return _generated(_impl.reference_reply)
-    return _generated(lambda d: _impl.malformed_reply(d, _impl.reference_reply(d)))
+        return _generated(reference_reply)
+    return _generated(lambda d: _impl.malformed_reply(d, reference_reply(d)))
 
 
 def mcp_tool_results(valid: bool = True) -> st.SearchStrategy[Any]:
     """CallToolResult objects (content, structuredContent, isError); malformed ones as ``(defect, requirement, value)``."""
     if valid:
-        return _generated(lambda d: tool_result(_impl.reference_reply(d)))
-    return _generated(lambda d: _impl.malformed_tool_result(d, _impl.reference_reply(d)))
+        return _generated(lambda d: tool_result(reference_reply(d)))
+    return _generated(lambda d: _impl.malformed_tool_result(d, reference_reply(d)))
 
 
 def _generated(generator: Callable[..., T], *args: Any) -> st.SearchStrategy[T]:

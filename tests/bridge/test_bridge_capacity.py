@@ -13,7 +13,7 @@ from bridge_helpers import CORE_TEXT, DATA_TEXT, accept, code, make_bridge, orde
 
 from intentref import Intent
 from intentref.bridge import BridgeSession
-from intentref.limits import MAX_CANDIDATE_BYTES
+from intentref.core.limits import MAX_CANDIDATE_BYTES
 
 OVERSIZE = '"' + "x" * MAX_CANDIDATE_BYTES + '"'  # valid JSON, one MiB and two bytes
 

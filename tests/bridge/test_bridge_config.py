@@ -9,7 +9,7 @@ from bridge_helpers import make_bridge, order_intent
 
 from intentref import IntentParseError
 from intentref.bridge import create_intent_bridge
-from intentref.limits import DEFAULT_MAX_JOBS, DEFAULT_MAX_REPLAY_BYTES, DEFAULT_MAX_REPLAY_ENTRIES
+from intentref.core.limits import DEFAULT_MAX_JOBS, DEFAULT_MAX_REPLAY_BYTES, DEFAULT_MAX_REPLAY_ENTRIES
 
 CAPACITY = ["maxJobs", "maxReplayEntries", "maxReplayBytes"]
 TTLS = ["jobTtlMs", "replayTtlMs"]

@@ -18,7 +18,7 @@ from bridge_helpers import (
 )
 
 from intentref import Intent
-from intentref.core_candidate import INTENT_CORE_SCHEMA
+from intentref.core.core_candidate import INTENT_CORE_SCHEMA
 
 
 def recognize_with_host(

@@ -127,7 +127,7 @@ def test_lone_surrogates_in_candidates_are_digested_not_crashed_on() -> None:
 def test_every_handed_out_reply_carries_its_own_compact_json() -> None:
     """D-BRG-021: the carried text is exactly the reply's compact JSON, for each kind."""
     from intentref.bridge import retained_json
-    from intentref.jsontext import dumps_compact
+    from intentref.core.jsontext import dumps_compact
 
     session = make_bridge().connect()
     core = prepare(session)

@@ -34,8 +34,8 @@ from hypothesis.stateful import (
 
 from intentref import Intent
 from intentref.bridge import BridgeClosedError, BridgeSession, create_intent_bridge
-from intentref.job import Job, Task
-from intentref.limits import MAX_CANDIDATE_BYTES
+from intentref.core.job import Job, Task
+from intentref.core.limits import MAX_CANDIDATE_BYTES
 
 LONG = os.environ.get("INTENTREF_LONG") == "1"
 MIN_STEPS = 50_000 if LONG else 2_000

@@ -1,6 +1,6 @@
 """The suite is not lenient: every deliberately broken Bridge fails at least one fixture case.
 
-Each fault of ``intentref.conformance.faulty`` breaks exactly one rule.  The whole fixture
+Each fault of ``intentref.suite.conformance.faulty`` breaks exactly one rule.  The whole fixture
 suite runs against each (for the MCP envelope fault: every case that checks an envelope,
 the only place it can show); a fault that no case catches is a gap in the fixtures, and
 the failure message says what case would catch it.  A fault that breaks a rule the seeds
@@ -26,11 +26,18 @@ from typing import Any
 
 import pytest
 
-from intentref.conformance.faulty import FAULTS, MCP_MODEL, REFERENCE, faulty_target, run_named, target_named
-from intentref.conformance.fixtures import Case, load_cases
-from intentref.conformance.recall import recall_from, stdio_blind_spots
-from intentref.conformance.runner import execute
-from intentref.conformance.script import ERRORED, FAILED, PASSED, UNSUPPORTED, CaseOutcome
+from intentref.suite.conformance.faulty import (
+    FAULTS,
+    MCP_MODEL,
+    REFERENCE,
+    faulty_target,
+    run_named,
+    target_named,
+)
+from intentref.suite.conformance.fixtures import Case, load_cases
+from intentref.suite.conformance.recall import recall_from, stdio_blind_spots
+from intentref.suite.conformance.runner import execute
+from intentref.suite.conformance.script import ERRORED, FAILED, PASSED, UNSUPPORTED, CaseOutcome
 
 Outcomes = dict[str, CaseOutcome]
 TARGETS: tuple[str, ...] = (REFERENCE, MCP_MODEL, *FAULTS)
@@ -316,7 +323,7 @@ def test_probes_are_valid_fixture_cases() -> None:
     # So that a probe can be pasted into conformance/cases as it is.
     import jsonschema
 
-    from intentref.conformance.fixtures import fixture_schema
+    from intentref.suite.conformance.fixtures import fixture_schema
 
     document = {"area": "PRB", "title": "probes", "cases": [_probe(f).data for f in sorted(FAULTS)]}
     for i, case in enumerate(document["cases"]):

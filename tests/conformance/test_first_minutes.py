@@ -24,13 +24,13 @@ from rich.console import Console
 
 from intentref import Intent
 from intentref.bridge import MAX_NAMED_INSTANCES, MAX_QUOTED_NAME, create_intent_bridge
-from intentref.conformance import cli, reports
-from intentref.conformance.fixtures import load_cases, select
-from intentref.conformance.mcp_targets import PLACEHOLDERS, HttpReference
-from intentref.conformance.mcp_transport import ProcessInfo
-from intentref.conformance.runner import execute
-from intentref.conformance.script import UNSUPPORTED
-from intentref.conformance.targets import InProcessTarget, load_instances
+from intentref.suite.conformance import cli, reports
+from intentref.suite.conformance.fixtures import load_cases, select
+from intentref.suite.conformance.mcp_targets import PLACEHOLDERS, HttpReference
+from intentref.suite.conformance.mcp_transport import ProcessInfo
+from intentref.suite.conformance.runner import execute
+from intentref.suite.conformance.script import UNSUPPORTED
+from intentref.suite.conformance.targets import InProcessTarget, load_instances
 
 INTENTREF = str(Path(sys.executable).with_name("intentref"))
 # The issue's bound for a run whose target cannot start, measured around the run in this
@@ -135,8 +135,8 @@ def test_a_server_that_exits_with_a_cases_own_configuration_is_that_cases_outcom
             sys.exit(7)  # refuses any configuration but the suite's
         sys.exit(subprocess.call([sys.argv[1], *sys.argv[2:]]))
     """), "utf-8")  # fmt: skip
-    from intentref.conformance.capabilities import REFERENCE_CAPABILITIES
-    from intentref.conformance.mcp_targets import StdioTarget, reference_program
+    from intentref.suite.conformance.capabilities import REFERENCE_CAPABILITIES
+    from intentref.suite.conformance.mcp_targets import StdioTarget, reference_program
 
     target = StdioTarget(f"{sys.executable} {server} {reference_program()[0]} --config {{config}}")
     # The wrapped server is the reference: declared, so no probe (D-CNF-030) meets the refusal.

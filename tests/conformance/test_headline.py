@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from intentref.conformance.fixtures import Case
-from intentref.conformance.headline import kind_headline
-from intentref.conformance.reports import parse_mismatch
-from intentref.conformance.runner import execute
-from intentref.conformance.script import FAILED
-from intentref.conformance.targets import InProcessTarget
-from intentref.conformance.values import History
+from intentref.suite.conformance.fixtures import Case
+from intentref.suite.conformance.headline import kind_headline
+from intentref.suite.conformance.reports import parse_mismatch
+from intentref.suite.conformance.runner import execute
+from intentref.suite.conformance.script import FAILED
+from intentref.suite.conformance.targets import InProcessTarget
+from intentref.suite.conformance.values import History
 
 _JOB0 = {"jobId": {"$reply": 0, "pointer": "/jobId"}, "stepToken": {"$reply": 0, "pointer": "/stepToken"}}
 _NO_BLOCKERS = {"clarificationReason": None, "questions": [], "confirmationReason": None, "conditionReason": None}

@@ -14,9 +14,9 @@ from typing import Any
 import jsonschema
 import pytest
 
-from intentref.conformance import matrix
-from intentref.conformance.fixtures import load_cases, select
-from intentref.conformance.script import ERRORED, FAILED
+from intentref.suite.conformance import matrix
+from intentref.suite.conformance.fixtures import load_cases, select
+from intentref.suite.conformance.script import ERRORED, FAILED
 from tests.conformance.test_reports import _FLAGS, _chromium
 
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import sys
 
-from intentref.conformance.faulty import FAULTS, harness_command, recall
-from intentref.conformance.fixtures import Case, load_cases
-from intentref.conformance.harness import HarnessTarget
-from intentref.conformance.recall import on_stdio_floor
-from intentref.conformance.runner import execute
-from intentref.conformance.script import FAILED, PASSED
+from intentref.suite.conformance.faulty import FAULTS, harness_command, recall
+from intentref.suite.conformance.fixtures import Case, load_cases
+from intentref.suite.conformance.harness import HarnessTarget
+from intentref.suite.conformance.recall import on_stdio_floor
+from intentref.suite.conformance.runner import execute
+from intentref.suite.conformance.script import FAILED, PASSED
 
 # spec: R-CAN-009 -- the normative reclamation cases, old and appended.
 RECLAMATION = ("CAN-0056", "CAN-0060", "CAN-0061", "CAP-0037", "CAP-0068", "CAP-0069")
@@ -64,7 +64,7 @@ def test_the_reclamation_rule_is_reached_through_a_real_harness() -> None:
     assert {k: o.outcome for k, o in outcomes.items()} == dict.fromkeys(RECLAMATION, FAILED), outcomes
     assert all("BRIDGE_STEP_CONFLICT" in o.mismatches[0] for o in outcomes.values())
     # The reference harness passes them: the failures are the fault's.
-    good = HarnessTarget([sys.executable, "-m", "intentref.conformance.harness_reference"])
+    good = HarnessTarget([sys.executable, "-m", "intentref.suite.conformance.harness_reference"])
     try:
         assert {o.outcome for o in execute(cases, good)} == {PASSED}
     finally:

@@ -34,12 +34,12 @@ import jsonschema
 import pytest
 from rich.console import Console
 
-from intentref.conformance import reports
-from intentref.conformance.faulty import faulty_target
-from intentref.conformance.fixtures import Case, load_cases
-from intentref.conformance.runner import execute
-from intentref.conformance.script import ERRORED, FAILED, PASSED, UNSUPPORTED, CaseOutcome
-from intentref.conformance.targets import InProcessTarget
+from intentref.suite.conformance import reports
+from intentref.suite.conformance.faulty import faulty_target
+from intentref.suite.conformance.fixtures import Case, load_cases
+from intentref.suite.conformance.runner import execute
+from intentref.suite.conformance.script import ERRORED, FAILED, PASSED, UNSUPPORTED, CaseOutcome
+from intentref.suite.conformance.targets import InProcessTarget
 
 RUN_INFO: dict[str, Any] = {
     "target": "reference (in-process) + faults",

@@ -23,13 +23,13 @@ from typing import Any
 
 import pytest
 
-from intentref.conformance import baseline, mcp_targets
-from intentref.conformance.fixtures import Case, load_cases, select
-from intentref.conformance.harness import HarnessTarget, dumps_wire
-from intentref.conformance.mcp_targets import CommandTemplate, HttpReference, HttpTarget, StdioTarget
-from intentref.conformance.runner import execute
-from intentref.conformance.script import ERRORED, FAILED, PASSED, UNSUPPORTED, CaseOutcome
-from intentref.conformance.targets import InProcessTarget, load_instances
+from intentref.suite.conformance import baseline, mcp_targets
+from intentref.suite.conformance.fixtures import Case, load_cases, select
+from intentref.suite.conformance.harness import HarnessTarget, dumps_wire
+from intentref.suite.conformance.mcp_targets import CommandTemplate, HttpReference, HttpTarget, StdioTarget
+from intentref.suite.conformance.runner import execute
+from intentref.suite.conformance.script import ERRORED, FAILED, PASSED, UNSUPPORTED, CaseOutcome
+from intentref.suite.conformance.targets import InProcessTarget, load_instances
 
 Outcomes = dict[str, CaseOutcome]
 
@@ -40,7 +40,7 @@ MCP_DIVERGENCES: frozenset[str] = frozenset()
 # these areas are about sessions, replay, lifecycle and the envelope, where the transport
 # can make a difference (every call over HTTP is a request of its own, so not all areas).
 HTTP_AREAS = ("BRG-*", "ENV-*", "IDM-*", "LIF-*", "SRV-*")
-HARNESS = [sys.executable, "-m", "intentref.conformance.harness_reference"]
+HARNESS = [sys.executable, "-m", "intentref.suite.conformance.harness_reference"]
 # A case with its own configuration costs a server process; the 2026 era runs them all, the
 # legacy era every fourth (and every shared-run case), to keep the test budget.
 # INTENTREF_CONFORMANCE_FULL=1 runs every case in both eras.

@@ -1,7 +1,7 @@
 """The Bridge decision variants really take their decision another way (D-CNF-040).
 
 Each test runs the same calls under the reference choices and under one variant of
-``intentref.conformance._variants_bridge`` and shows the answers differ as the variant says.
+``intentref.suite.conformance._variants_bridge`` and shows the answers differ as the variant says.
 The variants are taken from the catalogue by name, so a test fails if one is renamed away.
 """
 
@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from intentref.bridge import BridgeClosedError, IntentBridge, create_intent_bridge
-from intentref.choices import REFERENCE, Choices, chosen
-from intentref.conformance.targets import ConfigRejected, load_instances
-from intentref.conformance.variants import VariantTarget, catalogue, target
+from intentref.core.choices import REFERENCE, Choices, chosen
 from intentref.intent import Intent
+from intentref.suite.conformance.targets import ConfigRejected, load_instances
+from intentref.suite.conformance.variants import VariantTarget, catalogue, target
 
 INPUT = "查询订单 000123"
 CORE = json.dumps({"normalizedInput": "查询订单 000123。", "primaryIntent": "查询订单 000123", "requirements": [],
@@ -390,7 +390,7 @@ def test_replay_ttl_tombstone() -> None:
 
 
 def test_every_bridge_variant_is_tested_here() -> None:
-    from intentref.conformance import _variants_bridge
+    from intentref.suite.conformance import _variants_bridge
 
     source = Path(__file__).read_text("utf-8")
     untested = [v.name for v in _variants_bridge.VARIANTS if f'"{v.name}"' not in source]

@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from intentref import choices, limits
-from intentref.conformance import variants
-from intentref.conformance._variants_core import VARIANTS
-from intentref.conformance.targets import ConfigRejected
-from intentref.examples import ORDER_CORE, ORDER_DATA, ORDER_INPUT, ORDER_SCHEMA
-from intentref.jsontext import CandidateTextError, parse_candidate
-from intentref.limits import utf8_length
+from intentref.core import choices, limits
+from intentref.core.jsontext import CandidateTextError, parse_candidate
+from intentref.core.limits import utf8_length
+from intentref.devtools.examples import ORDER_CORE, ORDER_DATA, ORDER_INPUT, ORDER_SCHEMA
+from intentref.suite.conformance import variants
+from intentref.suite.conformance._variants_core import VARIANTS
+from intentref.suite.conformance.targets import ConfigRejected
 
 REFERENCE = variants.VariantTarget([], name="reference")
 CORE_TEXT = json.dumps(ORDER_CORE, ensure_ascii=False)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 import intentref
-from intentref import Intent, IntentDataError, IntentParseError, models
+from intentref import Intent, IntentDataError, IntentParseError
+from intentref.core import models
 from tests.conftest import ORDER_CORE, ORDER_SCHEMA, dumps, scripted
 
 

@@ -12,7 +12,12 @@ from hypothesis import strategies as st
 
 import intentref
 from intentref import Intent, IntentDataError, IntentParseError
-from intentref.limits import MAX_CANDIDATE_BYTES, MAX_CONTEXT_MESSAGES, MAX_FIELDS_SELECTED, MAX_INPUT_BYTES
+from intentref.core.limits import (
+    MAX_CANDIDATE_BYTES,
+    MAX_CONTEXT_MESSAGES,
+    MAX_FIELDS_SELECTED,
+    MAX_INPUT_BYTES,
+)
 from tests.conftest import ORDER_CORE, ORDER_DATA, ORDER_SCHEMA, dumps, scripted
 
 ORDER_INPUT = "查询订单 000123"

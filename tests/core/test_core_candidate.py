@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from intentref import Intent, IntentParseError
-from intentref.core_candidate import CORE_RULES, INTENT_CORE_SCHEMA, core_violations, item_status
+from intentref.core.core_candidate import CORE_RULES, INTENT_CORE_SCHEMA, core_violations, item_status
 from tests.conftest import ORDER_CORE, dumps, scripted
 
 NO_BLOCKERS = {"clarificationReason": None, "questions": [], "confirmationReason": None, "conditionReason": None}

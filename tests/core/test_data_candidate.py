@@ -9,8 +9,8 @@ import json
 import pytest
 
 from intentref import Intent, IntentDataError, IntentParseError
-from intentref.data_candidate import DATA_RULES, DataContext, judge
-from intentref.errors import BUSINESS_ISSUE_CODES, DEFINITION_ISSUE_CODES
+from intentref.core.data_candidate import DATA_RULES, DataContext, judge
+from intentref.core.errors import BUSINESS_ISSUE_CODES, DEFINITION_ISSUE_CODES
 from tests.conftest import ORDER_CORE, ORDER_DATA, ORDER_SCHEMA, dumps, scripted
 
 ORDER_INPUT = "查询订单 000123"

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from intentref import jsonpointer
+from intentref.core import jsonpointer
 
 # Keys built mostly from the characters that matter, plus arbitrary text.
 TRICKY = ["~", "/", "~1", "~01", "~0", "", "/~", "~/", "a/b", "m~n", "~~", "//", "0", "01"]

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from intentref import Intent, IntentParseError, jsonpointer
-from intentref.limits import (
+from intentref import Intent, IntentParseError
+from intentref.core import jsonpointer
+from intentref.core.limits import (
     MAX_COMBINATION_ITEMS,
     MAX_ENUM_VALUES,
     MAX_PATTERN_LENGTH,
@@ -19,7 +20,13 @@ from intentref.limits import (
     MAX_SCHEMA_NODES,
     MAX_TOP_LEVEL_FIELDS,
 )
-from intentref.schema_subset import DRAFT7_IDS, JSON_TYPES, KEYWORD_CHECKS, ROOT_FORBIDDEN, SUPPORTED_FORMATS
+from intentref.core.schema_subset import (
+    DRAFT7_IDS,
+    JSON_TYPES,
+    KEYWORD_CHECKS,
+    ROOT_FORBIDDEN,
+    SUPPORTED_FORMATS,
+)
 from tests.conftest import ORDER_CORE, dumps, scripted
 
 

@@ -18,8 +18,8 @@ import anyio
 import pytest
 from mcp import Client
 
-from intentref.mcp_cli import MAX_CONFIG_BYTES, MAX_CONFIG_DEPTH
-from intentref.mcp_stdio import MAX_LINE_BYTES
+from intentref.mcp.cli import MAX_CONFIG_BYTES, MAX_CONFIG_DEPTH
+from intentref.mcp.stdio import MAX_LINE_BYTES
 from mcp_support import RawStdio, ServerProcess, call, script, script_env, stdio_params
 
 REPO = Path(__file__).resolve().parents[2]
@@ -253,7 +253,7 @@ def test_allow_remote_warns_before_anything_else(tmp_path: Path) -> None:
 
 def test_loopback_binds_need_no_flag_and_get_no_warning(config_file: Path) -> None:
     """spec: D-MCP-019 -- every loopback form is served as before, silently."""
-    from intentref.mcp_cli import is_loopback
+    from intentref.mcp.cli import is_loopback
 
     assert all(is_loopback(h) for h in ("127.0.0.1", "127.0.0.2", "::1", "localhost"))
     assert not any(is_loopback(h) for h in ("0.0.0.0", "::", "192.0.2.1", "example.com", "localhost.example"))

@@ -27,8 +27,8 @@ import httpx
 from mcp import Client
 
 from intentref import Intent
-from intentref.mcp_http_guard import RETRY_AFTER_SECONDS, BodyBudget
-from intentref.mcp_server import IntentMcpService, serve_intent_mcp_http
+from intentref.mcp.http_guard import RETRY_AFTER_SECONDS, BodyBudget
+from intentref.mcp.server import IntentMcpService, serve_intent_mcp_http
 from mcp_support import CONFIG, ServerProcess, order_flow, script, script_env
 
 MIB = 1024 * 1024

@@ -6,8 +6,8 @@ from typing import Any
 
 from intentref import Intent
 from intentref.bridge import create_intent_bridge
-from intentref.mcp_capacity import JobLedger
-from intentref.mcp_server import call_intent_tool
+from intentref.mcp.capacity import JobLedger
+from intentref.mcp.server import call_intent_tool
 from mcp_support import CONFIG, ORDER_CORE, ORDER_DATA, ORDER_INPUT, text
 
 

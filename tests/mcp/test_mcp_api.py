@@ -18,7 +18,7 @@ from mcp_types import methods
 from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 
 from intentref import Intent, IntentParseError
-from intentref.mcp_server import (
+from intentref.mcp.server import (
     MCP_TOOLS,
     IntentMcpService,
     call_intent_tool,
@@ -136,7 +136,7 @@ class _BrokenSession:
 
 def test_internal_failures_become_internal_error_replies(caplog: pytest.LogCaptureFixture) -> None:
     session = _BrokenSession()
-    with caplog.at_level(logging.ERROR, logger="intentref.mcp_server"):
+    with caplog.at_level(logging.ERROR, logger="intentref.mcp.server"):
         replies = [
             call_intent_tool(session, "intent_prepare", {"instance": "a", "input": "b"}),
             call_intent_tool(
@@ -254,7 +254,7 @@ def test_serve_intent_mcp_http_in_process() -> None:
 @pytest.mark.parametrize("enabled", [True, False], ids=["bench-env", "no-env"])
 def test_benchmark_floors_exist_only_under_their_variable(enabled: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """D-MCP-015: bench_noop and bench_replay are served only with INTENTREF_BENCH_NOOP_TOOL=1."""
-    from intentref.mcp_server import BENCH_NOOP_ENV, BENCH_NOOP_TOOL, BENCH_REPLAY_TOOL
+    from intentref.mcp.server import BENCH_NOOP_ENV, BENCH_NOOP_TOOL, BENCH_REPLAY_TOOL
 
     if enabled:
         monkeypatch.setenv(BENCH_NOOP_ENV, "1")

@@ -123,7 +123,7 @@ def dispose(self):
     print("intentref-probe: disposed", file=sys.stderr, flush=True)
     original(self)
 intentref.intent.Intent.dispose = dispose
-from intentref.mcp_cli import main
+from intentref.mcp.cli import main
 sys.exit(main(sys.argv[1:]))
 """
 _LIST_2026 = {

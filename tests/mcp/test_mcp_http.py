@@ -13,7 +13,7 @@ import httpx
 import pytest
 from mcp import Client
 
-from intentref.mcp_server import INSTRUCTIONS, MCP_TOOLS
+from intentref.mcp.server import INSTRUCTIONS, MCP_TOOLS
 from mcp_support import (
     ERAS,
     ORDER_CORE,

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from intentref import Intent
 from intentref.bridge import create_intent_bridge
-from intentref.mcp_server import MCP_TOOLS, call_intent_tool
+from intentref.mcp.server import MCP_TOOLS, call_intent_tool
 
 SCHEMAS = {tool["name"]: jsonschema.Draft202012Validator(tool["inputSchema"]) for tool in MCP_TOOLS}
 # Codes that mean "this request is malformed", as opposed to an answer about its content.

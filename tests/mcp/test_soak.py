@@ -7,7 +7,7 @@ flow failed or got someone else's result, and the server stayed under its memory
 
 from __future__ import annotations
 
-from intentref.soak import RSS_BOUND_MIB, report, soak
+from intentref.devtools.soak import RSS_BOUND_MIB, report, soak
 
 
 def test_the_soak_smoke_run() -> None:

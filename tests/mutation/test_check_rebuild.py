@@ -15,10 +15,10 @@ import pytest
 
 from intentref import Intent
 from intentref.bridge import create_intent_bridge
-from intentref.check import judge, rebuild
-from intentref.job import Job
-from intentref.request import ParseRequest
-from intentref.schema_subset import Definition
+from intentref.core.job import Job
+from intentref.core.request import ParseRequest
+from intentref.core.schema_subset import Definition
+from intentref.suite.check import judge, rebuild
 
 ORDER_SCHEMA = {
     "type": "object",

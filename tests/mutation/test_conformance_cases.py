@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 from wire_checks import error_faults, reply_faults
 
-from intentref.conformance.fixtures import Case, load_cases
-from intentref.conformance.runner import execute
-from intentref.conformance.script import PASSED, UNSUPPORTED
-from intentref.conformance.targets import ConfigRejected, InProcessTarget, Run
+from intentref.suite.conformance.fixtures import Case, load_cases
+from intentref.suite.conformance.runner import execute
+from intentref.suite.conformance.script import PASSED, UNSUPPORTED
+from intentref.suite.conformance.targets import ConfigRejected, InProcessTarget, Run
 
 CASES = load_cases()
 

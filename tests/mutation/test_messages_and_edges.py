@@ -20,16 +20,17 @@ from typing import Any
 import pytest
 from wire_checks import raised_error
 
-from intentref import Intent, IntentParseError, ModelExecutorError, jsonpointer
+from intentref import Intent, IntentParseError, ModelExecutorError
 from intentref.bridge import BridgeClosedError, create_intent_bridge, read_bridge_config
-from intentref.core_candidate import core_violations
-from intentref.data_candidate import DataContext, judge
-from intentref.errors import IntentParseError as ErrorClass
-from intentref.job import DATA_CONTRACT_MESSAGE
-from intentref.jsontext import CandidateTextError, json_type_name, parse_candidate
-from intentref.limits import MAX_CANDIDATE_DEPTH
-from intentref.request import read_request
-from intentref.schema_subset import (
+from intentref.core import jsonpointer
+from intentref.core.core_candidate import core_violations
+from intentref.core.data_candidate import DataContext, judge
+from intentref.core.errors import IntentParseError as ErrorClass
+from intentref.core.job import DATA_CONTRACT_MESSAGE
+from intentref.core.jsontext import CandidateTextError, json_type_name, parse_candidate
+from intentref.core.limits import MAX_CANDIDATE_DEPTH
+from intentref.core.request import read_request
+from intentref.core.schema_subset import (
     MAX_PATTERN_LENGTH,
     MAX_SAFE_INTEGER,
     MAX_SCHEMA_BYTES,
@@ -240,8 +241,8 @@ def test_submitting_to_an_ended_job_is_a_programming_error_that_says_so():
 @pytest.mark.parametrize("stage, language", [("core", "en"), ("data", "zh-CN")])
 def test_a_repair_task_says_it_is_a_repair_and_the_first_task_does_not(stage, language):
     # spec: R-TSK-010 -- a repair task's instructions add the repair paragraph to its stage's own.
-    from intentref.examples import ORDER_CORE
-    from intentref.instructions import task_instructions
+    from intentref.core.instructions import task_instructions
+    from intentref.devtools.examples import ORDER_CORE
 
     job = Intent({"schema": SCHEMA, "language": language, "repairAttempts": 1}).start({"input": "查询订单 000123"})
     first = job.task if stage == "core" else job.submit(json.dumps(ORDER_CORE, ensure_ascii=False)).task
@@ -255,7 +256,7 @@ def test_a_repair_task_says_it_is_a_repair_and_the_first_task_does_not(stage, la
 
 
 def test_an_unknown_stage_has_no_instructions():
-    from intentref.instructions import task_instructions
+    from intentref.core.instructions import task_instructions
 
     with pytest.raises(ValueError, match=r"^no instructions for stage 'DATA'$"):
         task_instructions("DATA", "zh-CN", False)

@@ -12,7 +12,7 @@ import tomllib
 
 import pytest
 
-from intentref import mutation
+from intentref.devtools import mutation
 
 REPO = pathlib.Path(__file__).resolve().parent.parent.parent
 # mutmut runs the tests in its copy (mutants/), which has src/ where a checkout has reference/.
@@ -60,8 +60,8 @@ def test_the_profile_configs():
     smoke = mutation.profile_config(base, smoke=True, paths=())
     assert smoke["only_mutate"] == mutation.SMOKE_MUTATE
     assert all((REPO / path.split("::")[0]).exists() for path in smoke["pytest_add_cli_args_test_selection"])
-    chosen = mutation.profile_config(base, smoke=False, paths=["reference/intentref/text.py", "intentref/limits.py"])
-    assert chosen["only_mutate"] == ["src/intentref/text.py", "src/intentref/limits.py"]
+    chosen = mutation.profile_config(base, smoke=False, paths=["reference/intentref/core/text.py", "intentref/core/limits.py"])
+    assert chosen["only_mutate"] == ["src/intentref/core/text.py", "src/intentref/core/limits.py"]
     assert chosen["pytest_add_cli_args_test_selection"] == base["pytest_add_cli_args_test_selection"]
 
 
@@ -78,7 +78,7 @@ def test_the_stage_links_the_checkout_and_leaves_out_the_node_packages(tmp_path)
     stage = tmp_path / "stage"
     mutation.prepare_stage(REPO, stage, base, fresh=True)
     assert (stage / "src").resolve() == (REPO / "reference").resolve()
-    assert (stage / "src" / "intentref" / "mutation.py").is_file()
+    assert (stage / "src" / "intentref" / "devtools" / "mutation.py").is_file()
     for name in ("conformance", "properties", "spec"):
         assert (stage / name).resolve() == (REPO / name).resolve()
     linked = {p.name for p in (stage / "tests").iterdir()}
@@ -101,3 +101,10 @@ def test_every_listed_equivalent_mutant_has_code_and_a_reason():
     text = (REPO / "spec" / "equivalent-mutants.md").read_text("utf-8")
     listed = [line for line in text.splitlines() if line.startswith("- `intentref.")]
     assert listed and len(listed) == len(mutation.equivalent_entries(REPO))
+
+
+def test_the_checkout_is_found_from_the_module_not_the_working_directory(tmp_path, monkeypatch):
+    # The module sits three folders below the root (reference/intentref/devtools/, issue 18):
+    # run from elsewhere, an editable install still mutates its own checkout.
+    monkeypatch.chdir(tmp_path)
+    assert mutation._find_repo() == REPO.resolve()

@@ -17,8 +17,8 @@ from wire_checks import error_faults, raised_error
 
 from intentref import Intent, IntentParseError
 from intentref.bridge import create_intent_bridge
-from intentref.jsontext import CandidateTextError, parse_candidate
-from intentref.schema_subset import Definition
+from intentref.core.jsontext import CandidateTextError, parse_candidate
+from intentref.core.schema_subset import Definition
 
 SCHEMA = {"type": "object", "properties": {"orderId": {"type": "string"}}}
 CORE_TEXT = json.dumps({

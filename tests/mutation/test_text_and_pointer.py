@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from intentref import jsonpointer
-from intentref.text import ECMA_WHITESPACE, has_text
+from intentref.core import jsonpointer
+from intentref.core.text import ECMA_WHITESPACE, has_text
 
-# ECMA-262 WhiteSpace and LineTerminator, spelled out independently of intentref.text.
+# ECMA-262 WhiteSpace and LineTerminator, spelled out independently of intentref.core.text.
 ECMA_262 = [
     "\u0009", "\u000a", "\u000b", "\u000c", "\u000d", "\u0020", "\u00a0", "\u1680",
     *(chr(c) for c in range(0x2000, 0x200B)),

@@ -53,7 +53,7 @@ DATA_ISSUE_CODES = frozenset({
     "DATA_DESCRIPTION_UNDETERMINED", "DATA_SOURCE_INVALID",
 })  # fmt: skip
 
-# ECMA-262 WhiteSpace and LineTerminator (D-TXT-001), independent of intentref.text.
+# ECMA-262 WhiteSpace and LineTerminator (D-TXT-001), independent of intentref.core.text.
 _BLANK = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 
 

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from intentref import Intent, cli
-from intentref._property_targets import well_formed_json
 from intentref.bridge import create_intent_bridge
-from intentref.check import judge
-from intentref.conformance.values import History, generate
+from intentref.suite._property_targets import well_formed_json
+from intentref.suite.check import judge
+from intentref.suite.conformance.values import History, generate
 from tests.conftest import ORDER_CORE, ORDER_DATA, ORDER_SCHEMA, dumps
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from intentref import cli
 from intentref import strategies as ist
-from intentref.fuzz import KINDS
+from intentref.suite.fuzz import KINDS
 
 COUNT = 12
 
@@ -111,7 +111,7 @@ def test_replay_reports_a_disagreement(cases: pathlib.Path, tmp_path: pathlib.Pa
 
 
 def test_large_and_ill_formed_texts_are_written_as_generators(tmp_path: pathlib.Path) -> None:
-    from intentref.conformance.values import History, generate
+    from intentref.suite.conformance.values import History, generate
 
     assert cli.main(["fuzz", "--seed", "3", "--count", "60", "--out", str(tmp_path), "--kind", "candidates"]) == 0
     seen = set()

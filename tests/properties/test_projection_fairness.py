@@ -22,11 +22,11 @@ from typing import Any
 import jsonschema
 import pytest
 
-from intentref import _projection as projection
 from intentref import strategies as ist
-from intentref.conformance.fixtures import fixture_schema
-from intentref.conformance.script import FAILED, PASSED, run_case
-from intentref.conformance.targets import InProcessTarget
+from intentref.suite import _projection as projection
+from intentref.suite.conformance.fixtures import fixture_schema
+from intentref.suite.conformance.script import FAILED, PASSED, run_case
+from intentref.suite.conformance.targets import InProcessTarget
 
 HERE = pathlib.Path(__file__).parent
 sys.path.insert(0, str(HERE))

@@ -9,12 +9,12 @@ from typing import Any
 import jsonschema
 import pytest
 
-from intentref import properties_cli
 from intentref import strategies as ist
-from intentref.conformance import faulty
-from intentref.conformance.fixtures import fixture_schema
-from intentref.conformance.script import FAILED, PASSED, run_case
-from intentref.conformance.targets import InProcessTarget
+from intentref.suite import properties_cli
+from intentref.suite.conformance import faulty
+from intentref.suite.conformance.fixtures import fixture_schema
+from intentref.suite.conformance.script import FAILED, PASSED, run_case
+from intentref.suite.conformance.targets import InProcessTarget
 
 # The campaign drives one Bridge on its default options: a fault only reclamation under small
 # capacity options reveals (D-CNF-032) is out of its reach, and the conformance cases catch it.

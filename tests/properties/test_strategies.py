@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from intentref import strategies as ist
-from intentref.limits import utf8_length
+from intentref.core.limits import utf8_length
 from tests.conftest import ROOT
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=None)
@@ -60,7 +60,7 @@ def test_cancel_details_have_the_bytes_asked_for(total: int, data: st.DataObject
 @SETTINGS
 @given(ist.schemas())
 def test_generated_schemas_are_in_the_supported_subset(schema: dict[str, Any]) -> None:
-    from intentref.schema_subset import Definition
+    from intentref.core.schema_subset import Definition
 
     definition = Definition.from_schema(schema)  # raises outside the subset
     assert definition.fields == tuple(schema["properties"])

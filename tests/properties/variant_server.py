@@ -13,9 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from intentref import mcp_cli, mcp_server
 from intentref.bridge import create_intent_bridge
-from intentref.conformance.faulty import FaultyBridge
+from intentref.mcp import cli as mcp_cli
+from intentref.mcp import server as mcp_server
+from intentref.suite.conformance.faulty import FaultyBridge
 
 
 def main() -> int:

@@ -27,9 +27,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from intentref.bridge import create_intent_bridge
-from intentref.conformance.faulty import Fault as Proxy
-from intentref.conformance.faulty import FaultyBridge
-from intentref.conformance.targets import InProcessTarget
+from intentref.suite.conformance.faulty import Fault as Proxy
+from intentref.suite.conformance.faulty import FaultyBridge
+from intentref.suite.conformance.targets import InProcessTarget
 
 TOKEN_MEMBERS = ("jobId", "stepToken")
 

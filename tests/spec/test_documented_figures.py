@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from intentref import Intent, IntentParseError, limits
+from intentref import Intent, IntentParseError
+from intentref.core import limits
 from tests.conftest import ORDER_CORE, ROOT, dumps, scripted
 
 

@@ -8,9 +8,10 @@ import json
 import jsonschema
 import pytest
 
-from intentref import Intent, IntentParseError, models
+from intentref import Intent, IntentParseError
 from intentref.cli import main
-from intentref.core_candidate import INTENT_CORE_SCHEMA
+from intentref.core import models
+from intentref.core.core_candidate import INTENT_CORE_SCHEMA
 from tests.conftest import ORDER_CORE, ORDER_DATA, ORDER_SCHEMA, ROOT, dumps, scripted
 from tests.core.test_core_candidate import BROKEN
 

@@ -1,0 +1,155 @@
+"""MCP benchmark: an ``intent_accept`` round trip against a no-op tool, same server, same run.
+
+One ``intent-runtime-mcp`` process serves stdio with ``INTENTREF_BENCH_NOOP_TOOL=1`` (D-MCP-015),
+so besides the three intent tools it serves ``bench_noop``, which returns a fixed tiny result
+without touching the Bridge.  The SDK's own ``mcp.Client`` drives it over stdio in both eras
+the SDK offers (the 2026-07-28 default and the 2025 handshake), one connection per era:
+
+* ours: ``intent_accept`` of seed 000's core candidate on a freshly prepared job, which yields
+  the data task (the jobs are prepared before the timed loop and cancelled after it);
+* floor: ``bench_noop`` over the same connection -- the protocol's own round trip (client
+  serialisation, the pipe, the SDK's dispatch, the reply's parsing).
+
+The ratio is what the adapter and the Bridge add to a tool call.  Target: at most 1.25x.
+
+A second, diagnostic floor is printed beside it: ``bench_replay`` with the same arguments,
+which sends the last task result again without the Bridge -- the same bytes both ways as
+the measured call, so what is left of that ratio is the Bridge's and the adapter's work alone
+(the gap between the two floors is the protocol's own cost of carrying a data task, printed
+as the replay-to-no-op ratio: when it is near the target, no Bridge can meet the target).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from intentref.devtools.examples import ORDER_CORE, ORDER_INPUT, ORDER_SCHEMA
+from intentref.devtools.figure import Figure
+from intentref.mcp.server import BENCH_NOOP_ENV, BENCH_NOOP_TOOL, BENCH_REPLAY_TOOL
+
+TARGET = 1.25
+ERAS = (("auto", "2026-07-28"), ("legacy", "2025 handshake"))
+CORE_TEXT = json.dumps(ORDER_CORE, ensure_ascii=False, separators=(",", ":"))
+
+
+def _reply(result: Any) -> dict[str, Any]:
+    reply = result.structured_content
+    if not isinstance(reply, dict):
+        raise RuntimeError(f"a tool result without structuredContent: {result!r}")
+    return reply
+
+
+async def _timed(calls: list[Callable[[], Awaitable[Any]]]) -> tuple[float, list[Any]]:
+    """Seconds per call of running ``calls`` one after another, and their results."""
+    results = []
+    started = time.perf_counter()
+    for call in calls:
+        results.append(await call())
+    return (time.perf_counter() - started) / len(calls), results
+
+
+async def _measure(config_file: Path, mode: str, smoke: bool) -> tuple[float, float, float]:
+    from mcp import Client, StdioServerParameters
+
+    batch, rounds = (10, 2) if smoke else (200, 9)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "intentref.mcp.cli", "--config", str(config_file)],
+        env={**os.environ, BENCH_NOOP_ENV: "1"},
+    )
+    async with Client(params, mode=mode) as client:
+        listed = await client.list_tools()  # the client caches output schemas from here on
+        if BENCH_NOOP_TOOL not in [tool.name for tool in listed.tools]:
+            raise RuntimeError(f"the server did not register {BENCH_NOOP_TOOL} ({BENCH_NOOP_ENV}=1)")
+
+        async def prepare() -> dict[str, Any]:
+            reply = _reply(
+                await client.call_tool("intent_prepare", {"instance": "orders", "input": ORDER_INPUT})
+            )
+            if reply.get("kind") != "task" or reply.get("stage") != "core":
+                raise RuntimeError(f"intent_prepare did not give a core task: {reply}")
+            return reply
+
+        def accept(task: dict[str, Any]) -> Callable[[], Awaitable[Any]]:
+            args = {"jobId": task["jobId"], "stepToken": task["stepToken"], "candidateText": CORE_TEXT}
+            return lambda: client.call_tool("intent_accept", args)
+
+        def noop() -> Awaitable[Any]:
+            return client.call_tool(BENCH_NOOP_TOOL, {})
+
+        async def accept_round() -> float:
+            tasks = [await prepare() for _ in range(batch)]  # outside the timing
+            seconds, results = await _timed([accept(task) for task in tasks])
+            for result in results:
+                reply = _reply(result)
+                if reply.get("kind") != "task" or reply.get("stage") != "data":
+                    raise RuntimeError(f"the core accept did not give a data task: {reply}")
+                # Release the job (outside the timing) so maxJobs never fills up.
+                await client.call_tool("intent_cancel", {"jobId": reply["jobId"]})
+            return seconds
+
+        async def replay_round() -> float:
+            # Same arguments as an accept; replies the data task the last accept gave.
+            args = {"jobId": "-", "stepToken": "-", "candidateText": CORE_TEXT}
+            seconds, results = await _timed([lambda: client.call_tool(BENCH_REPLAY_TOOL, args)] * batch)
+            if any(_reply(result).get("stage") != "data" for result in results):
+                raise RuntimeError(f"{BENCH_REPLAY_TOOL} did not repeat the data task")
+            return seconds
+
+        async def noop_round() -> float:
+            seconds, results = await _timed([noop for _ in range(batch)])
+            if any(_reply(result).get("kind") != "result" for result in results):
+                raise RuntimeError(f"{BENCH_NOOP_TOOL} returned something else")
+            return seconds
+
+        await noop_round()  # warm every path: validators, lazy imports, caches
+        ours: list[float] = []
+        floor: list[float] = []
+        same_bytes: list[float] = []
+        for index in range(rounds + 1):
+            # Alternate which side goes first, so drift within a round favours neither.
+            # bench_replay follows an accept round: it repeats that round's last data task.
+            if index % 2:
+                floor.append(await noop_round())
+                ours.append(await accept_round())
+                same_bytes.append(await replay_round())
+            else:
+                ours.append(await accept_round())
+                same_bytes.append(await replay_round())
+                floor.append(await noop_round())
+    # Round 0 was the warm-up of the accept and replay paths.
+    return statistics.median(ours[1:]), statistics.median(floor[1:]), statistics.median(same_bytes[1:])
+
+
+def bench_accept_round_trip(smoke: bool = False, mode: str = "auto", era: str = "2026-07-28") -> Figure:
+    import anyio
+
+    with tempfile.TemporaryDirectory(prefix="intentref-bench-mcp-") as directory:
+        config_file = Path(directory) / "instances.json"
+        config = {"instances": {"orders": {"language": "zh-CN", "schema": ORDER_SCHEMA}}}
+        config_file.write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")
+        ours, floor, same_bytes = anyio.run(_measure, config_file, mode, smoke)
+    return Figure(
+        f"mcp intent_accept round trip (stdio, {era})",
+        ours,
+        floor,
+        "s/call",
+        TARGET,
+        f"mcp.Client over stdio ({era}): intent_accept of the seed core candidate (-> data task) "
+        f"vs {BENCH_NOOP_TOOL} on the same intent-runtime-mcp process; diagnostic: vs {BENCH_REPLAY_TOOL} "
+        f"(same bytes both ways, {same_bytes * 1e3:.3f} ms/call) {ours / same_bytes:.2f}x; "
+        f"{BENCH_REPLAY_TOOL} alone is {same_bytes / floor:.2f}x {BENCH_NOOP_TOOL} (the SDK carrying the "
+        "data task, before any Bridge work)",
+    )
+
+
+def figures(smoke: bool) -> list[Figure]:
+    return [bench_accept_round_trip(smoke, mode, era) for mode, era in ERAS]

@@ -1,0 +1,1 @@
+"""The conformance suite runner: fixtures, matchers, targets, reports."""

@@ -1,0 +1,891 @@
+"""Decision variants made at the boundary: wording, payload layout, issue lists, codes.
+
+Each variant takes a reference decision another way that the seeds also allow, by rewriting
+requests before the reference sees them and replies after (``variants.Variant``).  These
+are the choices an independent implementation most often makes differently.  Every rewrite
+is deterministic, so a replayed reply is rewritten to the same bytes as the first answer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from intentref.suite.conformance.capabilities import REPAIR_ATTEMPTS
+from intentref.suite.conformance.variants import BridgeReply, State, Variant
+
+DATA_ISSUE_CODES = frozenset({
+    "DATA_REQUIRED_MISSING", "DATA_AMBIGUOUS", "DATA_CONFLICT", "DATA_DEPENDENCY_MISSING",
+    "DATA_CARDINALITY_MISMATCH", "DATA_VALUE_UNREPRESENTABLE", "DATA_CONSTRAINT_VIOLATED",
+    "DATA_DESCRIPTION_UNDETERMINED", "DATA_SOURCE_INVALID",
+})  # fmt: skip
+
+
+def _error(reply: BridgeReply) -> dict[str, Any] | None:
+    err = reply.get("error") if reply.get("kind") == "error" else None
+    return err if isinstance(err, dict) else None
+
+
+def _payload(reply: BridgeReply) -> dict[str, Any] | None:
+    if reply.get("kind") != "task" or not isinstance(reply.get("payload"), str):
+        return None
+    decoded = json.loads(reply["payload"])
+    return decoded if isinstance(decoded, dict) else None
+
+
+def _set_payload(reply: BridgeReply, payload: Mapping[str, Any], *, ascii_spaced: bool = False) -> None:
+    if ascii_spaced:
+        reply["payload"] = json.dumps(payload, ensure_ascii=True)
+    else:
+        reply["payload"] = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
+
+def _error_reply(code: str, stage: str, message: str, issues: list[dict[str, Any]]) -> BridgeReply:
+    return {"kind": "error", "error": {"code": code, "stage": stage, "message": message, "issues": issues}}
+
+
+# --------------------------------------------------------------------------- wording
+
+
+def _reword(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    err = _error(reply)
+    if err is not None:
+        err["message"] = f"[{err['code']} at stage {err['stage']}] the call could not be completed."
+        for issue in err.get("issues", []):
+            # The candidate's own business issues keep the model's words (seed 004's example).
+            if isinstance(issue, dict) and issue.get("code") not in DATA_ISSUE_CODES:
+                issue["message"] = f"Problem {issue.get('code')} here."
+    if reply.get("kind") == "task":
+        reply["instructions"] = (
+            f"Write the complete {reply.get('stage')} candidate as one JSON document. "
+            "Follow the format and read the payload; on a repair, send the whole candidate again."
+        )
+    return reply
+
+
+REWORDED = Variant(
+    name="reworded",
+    decisions=("D-ERR-006", "D-INS-001"),
+    summary="other error and issue messages, other task instructions",
+    after=_reword,
+)
+
+
+# --------------------------------------------------------------------------- the core format
+
+
+def _respell_schema(schema: Any) -> Any:
+    """The same JSON Schema written differently: members in reverse order, a comment added."""
+    if isinstance(schema, dict):
+        spelled = {key: _respell_schema(schema[key]) if key in ("properties", "items") or isinstance(schema[key], dict)
+                   else schema[key] for key in reversed(list(schema))}  # fmt: skip
+        if "type" in spelled:
+            spelled["$comment"] = "spelled by the variant"
+        return spelled
+    if isinstance(schema, list):
+        return [_respell_schema(item) for item in schema]
+    return schema
+
+
+def _respell_format(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    fmt = reply.get("format") if reply.get("kind") == "task" else None
+    if isinstance(fmt, dict) and fmt.get("kind") == "json_schema" and isinstance(fmt.get("schema"), dict):
+        fmt["schema"] = _respell_schema(fmt["schema"])
+    return reply
+
+
+RESPELLED_CORE_SCHEMA = Variant(
+    name="respelled-core-schema",
+    decisions=("D-COR-001",),
+    summary="an equivalent intent_core schema, spelled differently",
+    after=_respell_format,
+)
+
+
+# --------------------------------------------------------------------------- payloads
+
+
+def _payload_layout(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    payload = _payload(reply)
+    if payload is not None:
+        if reply.get("stage") == "core":
+            # Seed 000 lists the data payload's members only; this core payload leaves the
+            # language to the instructions.
+            payload.pop("structuredLanguage", None)
+        _set_payload(reply, dict(reversed(list(payload.items()))), ascii_spaced=True)
+    return reply
+
+
+PAYLOAD_LAYOUT = Variant(
+    name="payload-layout",
+    decisions=("D-PAY-001", "D-PAY-003"),
+    summary="payload members in another order, written with ASCII escapes and spaces; no structuredLanguage in the core payload",
+    after=_payload_layout,
+)
+
+
+def _context_entries(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    payload = _payload(reply)
+    if payload is not None and isinstance(payload.get("context"), list):
+        payload["context"] = [
+            {"role": e.get("role"), "text": e.get("content"), "sourceId": e.get("sourceId")} if isinstance(e, dict) else e
+            for e in payload["context"]
+        ]
+        _set_payload(reply, payload)
+    return reply
+
+
+CONTEXT_ENTRIES = Variant(
+    name="context-entries",
+    decisions=("D-PAY-002",),
+    summary="payload context entries as {role, text, sourceId}",
+    after=_context_entries,
+)
+
+
+def _repair_material(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    payload = _payload(reply)
+    repair = payload.get("repair") if payload is not None else None
+    if isinstance(repair, dict):
+        assert payload is not None
+        payload["repair"] = {
+            "round": repair.get("attempt"),
+            "problems": [
+                {"at": i.get("path"), "why": i.get("message")} for i in repair.get("issues", []) if isinstance(i, dict)
+            ],
+            "yourLastAnswer": repair.get("previousCandidate"),
+        }
+        _set_payload(reply, payload)
+    return reply
+
+
+REPAIR_MATERIAL = Variant(
+    name="repair-material",
+    decisions=("D-PAY-004",),
+    summary="payload.repair as {round, problems: [{at, why}], yourLastAnswer}",
+    after=_repair_material,
+)
+
+
+def _request_order(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    """selectedFields (and the selected schema's members) in the order the request listed them."""
+    if op == "prepare" and reply.get("kind") == "task" and isinstance(request, Mapping):
+        fields = request.get("fields")
+        if isinstance(fields, list):
+            state.setdefault("fields", {})[reply.get("jobId")] = [f for f in fields if isinstance(f, str)]
+    payload = _payload(reply)
+    wanted = state.get("fields", {}).get(reply.get("jobId"))
+    if payload is None or wanted is None or not isinstance(payload.get("selectedFields"), list):
+        return reply
+    order = {name: index for index, name in enumerate(dict.fromkeys(wanted))}
+    selected = sorted(payload["selectedFields"], key=lambda n: order.get(n, len(order)))
+    payload["selectedFields"] = selected
+    schema = payload.get("selectedSchema")
+    if isinstance(schema, dict):
+        props = schema.get("properties")
+        if isinstance(props, dict):
+            schema["properties"] = {n: props[n] for n in selected if n in props}
+        if isinstance(schema.get("required"), list):
+            schema["required"] = [n for n in selected if n in schema["required"]]
+    _set_payload(reply, payload)
+    return reply
+
+
+REQUEST_ORDER_FIELDS = Variant(
+    name="request-order-fields",
+    decisions=("D-REQ-002",),
+    summary="selectedFields in the order the request lists them",
+    after=_request_order,
+)
+
+
+def _lean_selected_schema(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    payload = _payload(reply)
+    schema = payload.get("selectedSchema") if payload is not None else None
+    if isinstance(schema, dict):
+        assert payload is not None
+        if schema.get("required") == []:
+            del schema["required"]
+        # The root's annotations stay in schemaReference, beside it in the same payload.
+        schema.pop("title", None)
+        schema.pop("description", None)
+        _set_payload(reply, payload)
+    return reply
+
+
+LEAN_SELECTED_SCHEMA = Variant(
+    name="lean-selected-schema",
+    decisions=("D-SCH-006",),
+    summary="the selected schema omits an empty required list and the root's title and description",
+    after=_lean_selected_schema,
+)
+
+
+# --------------------------------------------------------------------------- issue lists
+
+
+def _plain_contract_issues(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    err = _error(reply)
+    if err is not None and err.get("code") == "MODEL_OUTPUT_INVALID":
+        err["issues"] = [{"code": "MODEL_OUTPUT_INVALID", "category": "processing", "path": None,
+                          "message": "The candidate breaks the contract."}]  # fmt: skip
+    payload = _payload(reply)
+    repair = payload.get("repair") if payload is not None else None
+    if isinstance(repair, dict) and isinstance(repair.get("issues"), list):
+        assert payload is not None
+        repair["issues"] = [{"code": "MODEL_OUTPUT_INVALID", "category": "processing", "path": None,
+                             "message": "The candidate breaks the contract."}]  # fmt: skip
+        _set_payload(reply, payload)
+    return reply
+
+
+PLAIN_CONTRACT_ISSUES = Variant(
+    name="plain-contract-issues",
+    decisions=("D-ERR-007",),
+    summary="MODEL_OUTPUT_INVALID carries one issue with path null, not pointers into the candidate",
+    after=_plain_contract_issues,
+)
+
+
+def _bare_not_found(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    err = _error(reply)
+    if err is not None and err.get("code") == "BRIDGE_JOB_NOT_FOUND":
+        err["issues"] = []
+    return reply
+
+
+BARE_NOT_FOUND = Variant(
+    name="bare-not-found",
+    decisions=("D-BRG-003",),
+    summary="BRIDGE_JOB_NOT_FOUND carries no issue",
+    after=_bare_not_found,
+)
+
+
+def _partial_on_extraction_only(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    err = _error(reply)
+    if err is not None and err.get("code") != "DATA_EXTRACTION_FAILED":
+        err.pop("partialResult", None)
+    return reply
+
+
+PARTIAL_ON_EXTRACTION_ONLY = Variant(
+    name="partial-on-extraction-only",
+    decisions=("D-ERR-009",),
+    summary="partialResult only on DATA_EXTRACTION_FAILED",
+    after=_partial_on_extraction_only,
+)
+
+
+CANCEL_CODES = ("MODEL_ABORTED", "MODEL_REFUSED", "MODEL_OUTPUT_INCOMPLETE")
+
+
+def _detail_dropped(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    err = _error(reply)
+    if err is not None and err.get("code") in CANCEL_CODES:
+        err["issues"] = []
+    return reply
+
+
+DETAIL_DROPPED = Variant(
+    name="cancel-detail-dropped",
+    decisions=("D-CAN-002",),
+    summary="a cancel's detail is not kept as an issue",
+    after=_detail_dropped,
+)
+
+
+def _parameter_faults_at_input(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    err = _error(reply)
+    if err is not None and err.get("code") == "INPUT_INVALID" and err.get("stage") == "bridge":
+        err["stage"] = "input"
+        err["issues"] = []
+    return reply
+
+
+PARAMETER_FAULTS_AT_INPUT = Variant(
+    name="parameter-faults-at-input",
+    decisions=("D-BRG-001",),
+    summary="a malformed call is INPUT_INVALID at stage input, without issues",
+    after=_parameter_faults_at_input,
+)
+
+
+# --------------------------------------------------------------------------- codes
+
+
+_RENAMED_CODES = {
+    "CONFIG_INVALID": ("INTENT_CONFIG_INVALID", None),
+    "BRIDGE_INSTANCE_NOT_FOUND": ("INPUT_INVALID", "input"),
+    "BRIDGE_JOB_EXPIRED": ("BRIDGE_JOB_NOT_FOUND", None),
+}
+
+
+def _other_codes(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    err = _error(reply)
+    if err is None or err.get("code") not in _RENAMED_CODES:
+        return reply
+    old = err["code"]
+    new, stage = _RENAMED_CODES[old]
+    err["code"] = new
+    if stage is not None:
+        err["stage"] = stage
+    for issue in err.get("issues", []):
+        if isinstance(issue, dict) and issue.get("code") == old:
+            issue["code"] = new
+    return reply
+
+
+OTHER_CODES = Variant(
+    name="other-codes",
+    decisions=("D-ERR-001", "D-ERR-002", "D-ERR-003", "D-ERR-005"),
+    summary="CONFIG_INVALID, BRIDGE_INSTANCE_NOT_FOUND and BRIDGE_JOB_EXPIRED under other codes",
+    after=_other_codes,
+)
+
+
+# --------------------------------------------------------------------------- requests
+
+
+_PARSE_MEMBERS = ("instance", "input", "context", "fields")
+_MEMBERS = {"prepare": _PARSE_MEMBERS, "accept": ("jobId", "stepToken", "candidateText"),
+            "cancel": ("jobId", "outcome", "detail")}  # fmt: skip
+
+
+def _ignore_unknown_members(op: str, request: Any, state: State) -> Any:
+    if isinstance(request, dict) and op in _MEMBERS:
+        return {k: v for k, v in request.items() if k in _MEMBERS[op]}
+    return request
+
+
+LENIENT_MEMBERS = Variant(
+    name="lenient-members",
+    decisions=("D-REQ-001",),
+    summary="unknown request members are ignored, not refused",
+    before=_ignore_unknown_members,
+)
+
+
+def _fields_null_refused(op: str, request: Any, state: State) -> Any:
+    if op == "prepare" and isinstance(request, dict) and "fields" in request and request["fields"] is None:
+        message = "fields must be an array of field names."
+        return _error_reply("INPUT_INVALID", "input", message, [
+            {"code": "INPUT_INVALID", "category": "input", "path": "/fields", "message": message}])
+    return request
+
+
+FIELDS_NULL_REFUSED = Variant(
+    name="fields-null-refused",
+    decisions=("D-REQ-005",),
+    summary="fields: null is refused, not read as absent",
+    before=_fields_null_refused,
+)
+
+
+def _strict_context(op: str, request: Any, state: State) -> Any:
+    if op != "prepare" or not isinstance(request, dict) or "context" not in request:
+        return request
+    context = request["context"]
+
+    def refuse(path: str) -> BridgeReply:
+        message = "context must hold non-blank text."
+        return _error_reply("INPUT_INVALID", "input", message,
+                            [{"code": "INPUT_INVALID", "category": "input", "path": path, "message": message}])  # fmt: skip
+
+    if context is None:
+        return refuse("/context")
+    if isinstance(context, str) and not context.strip():
+        return refuse("/context")
+    if isinstance(context, list):
+        kept = []
+        for index, message in enumerate(context):
+            if isinstance(message, dict):
+                content = message.get("content")
+                if isinstance(content, str) and not content.strip():
+                    return refuse(f"/context/{index}/content")
+                message = {k: v for k, v in message.items() if k in ("role", "content")}
+            kept.append(message)
+        request["context"] = kept
+    return request
+
+
+STRICT_CONTEXT = Variant(
+    name="strict-context",
+    decisions=("D-REQ-004",),
+    summary="blank or null context refused; extra message members ignored",
+    before=_strict_context,
+)
+
+
+def _replace_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    if isinstance(value, list):
+        return [_replace_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _replace_surrogates(v) for k, v in value.items()}
+    return value
+
+
+def _surrogates_replaced(op: str, request: Any, state: State) -> Any:
+    if op == "prepare" and isinstance(request, dict):
+        for member in ("input", "context"):
+            if member in request:
+                request[member] = _replace_surrogates(request[member])
+    return request
+
+
+SURROGATES_REPLACED = Variant(
+    name="surrogates-replaced",
+    decisions=("D-REQ-003",),
+    summary="lone surrogates in request text become U+FFFD, as a JavaScript host's encoder writes them",
+    before=_surrogates_replaced,
+)
+
+
+def _null_outcome_is_absent(op: str, request: Any, state: State) -> Any:
+    if op == "cancel" and isinstance(request, dict) and "outcome" in request and request["outcome"] is None:
+        del request["outcome"]
+    return request
+
+
+NULL_OUTCOME = Variant(
+    name="null-outcome-default",
+    decisions=("D-BRG-015",),
+    summary="cancel outcome: null means the default, cancelled",
+    before=_null_outcome_is_absent,
+)
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+def _without_repair_attempts(name: str, config: dict[str, Any]) -> dict[str, Any]:
+    config.pop("repairAttempts", None)
+    return config
+
+
+REPAIRS_NOT_CONFIGURABLE = Variant(
+    name="repairs-not-configurable",
+    decisions=("D-CFG-001", "D-LIM-005"),
+    summary="an instance takes no repairAttempts member: one repair per stage, always",
+    config=_without_repair_attempts,
+    lacks={REPAIR_ATTEMPTS: "repairs are not configurable per instance in this variant"},
+)
+
+
+def _default_language_zh(name: str, config: dict[str, Any]) -> dict[str, Any]:
+    config.setdefault("language", "zh-CN")
+    return config
+
+
+DEFAULT_LANGUAGE_ZH = Variant(
+    name="default-language-zh",
+    decisions=("D-CFG-002",),
+    summary="language defaults to zh-CN",
+    config=_default_language_zh,
+)
+
+
+def _walk_combinations(schema: Any, path: str) -> str | None:
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            escaped = str(key).replace("~", "~0").replace("/", "~1")
+            if key in ("anyOf", "oneOf", "allOf") and isinstance(value, list) and not 1 <= len(value) <= 16:
+                return f"{path}/{escaped}"
+            found = _walk_combinations(value, f"{path}/{escaped}")
+            if found is not None:
+                return found
+    elif isinstance(schema, list):
+        for index, value in enumerate(schema):
+            found = _walk_combinations(value, f"{path}/{index}")
+            if found is not None:
+                return found
+    return None
+
+
+def _combination_length_is_a_limit(name: str, config: dict[str, Any]) -> dict[str, Any]:
+    from intentref.core.errors import Issue, error
+
+    where = _walk_combinations(config.get("schema"), "")
+    if where is not None:
+        message = f"{where}: a combination holds 1 to 16 schemas."
+        raise error("LIMIT_EXCEEDED", "config", message, [Issue("LIMIT_EXCEEDED", "config", where, message)])
+    return config
+
+
+COMBINATION_LIMIT = Variant(
+    name="combination-length-limit",
+    decisions=("D-SCH-005",),
+    summary="an anyOf/oneOf/allOf array outside 1-16 is LIMIT_EXCEEDED, not SCHEMA_UNSUPPORTED",
+    config=_combination_length_is_a_limit,
+)
+
+
+# --------------------------------------------------------------------------- tokens and replay
+
+
+def _conflict(path: str = "/stepToken") -> BridgeReply:
+    message = "This step token cannot be used now."
+    return _error_reply("BRIDGE_STEP_CONFLICT", "bridge", message,
+                        [{"code": "BRIDGE_STEP_CONFLICT", "category": "input", "path": path, "message": message}])  # fmt: skip
+
+
+_MOVED_BY_SUBMISSION = ("MODEL_OUTPUT_INVALID", "DATA_EXTRACTION_FAILED")
+
+
+def _no_replay_before(op: str, request: Any, state: State) -> Any:
+    if op == "accept" and isinstance(request, dict) \
+            and (request.get("jobId"), request.get("stepToken")) in state.setdefault("used", set()):
+        return _conflict()
+    return request
+
+
+def _no_replay_after(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    if op != "accept" or not isinstance(request, dict):
+        return reply
+    err = _error(reply)
+    moved = reply.get("kind") in ("task", "result") or (err is not None and err.get("code") in _MOVED_BY_SUBMISSION)
+    if moved:
+        state.setdefault("used", set()).add((request.get("jobId"), request.get("stepToken")))
+    return reply
+
+
+NO_REPLAY = Variant(
+    name="no-replay",
+    decisions=("D-BRG-007",),
+    summary="a used step token is a conflict even with the identical candidate (no retained-reply replay)",
+    before=_no_replay_before,
+    after=_no_replay_after,
+)
+
+
+def _track_open_tokens(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    open_tokens = state.setdefault("open", {})
+    if reply.get("kind") == "task":
+        open_tokens[reply.get("jobId")] = reply.get("stepToken")
+    elif op == "accept" and isinstance(request, dict):
+        err = _error(reply)
+        if reply.get("kind") == "result" or (err is not None and err.get("code") in _MOVED_BY_SUBMISSION):
+            open_tokens.pop(request.get("jobId"), None)
+    if op == "cancel" and isinstance(request, dict):
+        err = _error(reply)
+        job = request.get("jobId")
+        if err is not None and err.get("code") in CANCEL_CODES and job in open_tokens:
+            state.setdefault("cancelled", set()).add((job, open_tokens.pop(job)))
+    return reply
+
+
+def _cancelled_token_conflicts(op: str, request: Any, state: State) -> Any:
+    if op == "accept" and isinstance(request, dict) \
+            and (request.get("jobId"), request.get("stepToken")) in state.get("cancelled", set()):
+        return _conflict()
+    return request
+
+
+CANCELLED_TOKEN_CONFLICTS = Variant(
+    name="cancelled-token-conflicts",
+    decisions=("D-BRG-008",),
+    summary="the open token of a cancelled job is a conflict, not the job's terminal reply",
+    before=_cancelled_token_conflicts,
+    after=_track_open_tokens,
+)
+
+
+# --------------------------------------------------------------------------- more alternatives
+
+
+_CONFIG_CODES = ("SCHEMA_UNSUPPORTED", "LIMIT_EXCEEDED", "CONFIG_INVALID")
+
+
+def _other_issue_categories(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    """A definition problem filed as category definition; an unknown field too (it is not defined)."""
+    err = _error(reply)
+    if err is None:
+        return reply
+    for issue in err.get("issues", []):
+        if not isinstance(issue, dict):
+            continue
+        if (err.get("stage") == "config" and issue.get("code") in _CONFIG_CODES) or issue.get("code") == "UNKNOWN_FIELD":
+            issue["category"] = "definition"
+    return reply
+
+
+OTHER_ISSUE_CATEGORIES = Variant(
+    name="other-issue-categories",
+    decisions=("D-ERR-001",),
+    summary="configuration and unknown-field issues filed under category definition",
+    after=_other_issue_categories,
+)
+
+
+def _parent_pointer(path: Any) -> Any:
+    if isinstance(path, str) and path.count("/") > 1:
+        return path[: path.rindex("/")]
+    return path
+
+
+def _request_faults_without_pointers(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    """Request faults name what is wrong in words only: their issues carry no pointer."""
+    err = _error(reply)
+    if err is not None and err.get("stage") == "input":
+        for issue in err.get("issues", []):
+            if isinstance(issue, dict):
+                issue["path"] = None
+    return reply
+
+
+COARSE_REQUEST_POINTERS = Variant(
+    name="request-faults-without-pointers",
+    decisions=("D-REQ-007",),
+    summary="a request fault's issue has path null instead of a pointer into the request",
+    after=_request_faults_without_pointers,
+)
+
+
+def _node_pointers(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    """A construction error points at the schema node holding the keyword, not at the keyword."""
+    err = _error(reply)
+    if err is not None and err.get("stage") == "config":
+        for issue in err.get("issues", []):
+            if isinstance(issue, dict) and issue.get("code") in ("SCHEMA_UNSUPPORTED", "LIMIT_EXCEEDED"):
+                issue["path"] = _parent_pointer(issue.get("path")) if issue.get("path") else None
+    return reply
+
+
+NODE_POINTERS = Variant(
+    name="construction-error-at-node",
+    decisions=("D-SCH-008",),
+    summary="a construction error points at the schema node, not at its keyword",
+    after=_node_pointers,
+)
+
+
+def _empty_enum_accepted(name: str, config: dict[str, Any]) -> dict[str, Any]:
+    """``enum: []`` admits no value; the variant takes it as the equivalent ``not: {}``."""
+
+    def rewrite(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {("not" if k == "enum" and v == [] else k): ({} if k == "enum" and v == [] else rewrite(v))
+                    for k, v in node.items()}  # fmt: skip
+        if isinstance(node, list):
+            return [rewrite(v) for v in node]
+        return node
+
+    if isinstance(config.get("schema"), dict):
+        config["schema"] = rewrite(config["schema"])
+    return config
+
+
+EMPTY_ENUM_ACCEPTED = Variant(
+    name="empty-enum-accepted",
+    decisions=("D-SCH-012",),
+    summary="enum: [] is accepted (it admits no value)",
+    config=_empty_enum_accepted,
+)
+
+
+def _issued_jobs(state: State) -> dict[Any, Any]:
+    issued: dict[Any, Any] = state["bridge"].setdefault("issued", {})
+    return issued
+
+
+def _record_issued(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    if op == "prepare" and reply.get("kind") == "task":
+        _issued_jobs(state)[reply.get("jobId")] = state["session"]
+    err = _error(reply)
+    if err is None or err.get("code") != "BRIDGE_JOB_NOT_FOUND" or not isinstance(request, dict):
+        return reply
+    owner = _issued_jobs(state).get(request.get("jobId"))
+    if owner is not None and owner is not state["session"]:  # another connection's (or a closed one's)
+        message = "This job belongs to another connection."
+        return _error_reply("INPUT_INVALID", "bridge", message,
+                            [{"code": "INPUT_INVALID", "category": "input", "path": "/jobId", "message": message}])  # fmt: skip
+    if op == "accept":  # one's own job, no longer held: seed 000 fixes only cancel's answer
+        err["message"] = "This job is no longer held."
+    return reply
+
+
+def _never_issued_is_invalid(op: str, request: Any, state: State) -> Any:
+    if op in ("accept", "cancel") and isinstance(request, dict) and isinstance(request.get("jobId"), str) \
+            and request["jobId"] not in _issued_jobs(state):
+        message = "jobId was never issued by this Bridge."
+        return _error_reply("INPUT_INVALID", "bridge", message,
+                            [{"code": "INPUT_INVALID", "category": "input", "path": "/jobId", "message": message}])  # fmt: skip
+    return request
+
+
+JOB_NOT_FOUND_BY_CAUSE = Variant(
+    name="unknown-jobs-by-cause",
+    decisions=("D-BRG-003",),
+    summary="a jobId never issued, or another connection's, is INPUT_INVALID; accept on a job no longer held words NOT_FOUND its own way",
+    before=_never_issued_is_invalid,
+    after=_record_issued,
+)
+
+
+def _tokens_judged_otherwise(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    """Where the reference answers a conflict on one of this session's jobs, say why instead.
+
+    Seed 000 says such tokens *may* be answered BRIDGE_STEP_CONFLICT; it lets only an
+    identical candidate reuse a retained reply, so the alternative is another error, not a replay.
+    """
+    tokens = state.setdefault("tokens", {})
+    used = state.setdefault("used_tokens", set())
+    if reply.get("kind") == "task":
+        tokens.setdefault(reply.get("jobId"), set()).add(reply.get("stepToken"))
+    if op != "accept" or not isinstance(request, dict):
+        return reply
+    job, token = request.get("jobId"), request.get("stepToken")
+    err = _error(reply)
+    if reply.get("kind") in ("task", "result") or (err is not None and err.get("code") in _MOVED_BY_SUBMISSION):
+        used.add((job, token))
+    if err is None or err.get("code") != "BRIDGE_STEP_CONFLICT" or job not in tokens:
+        return reply
+    if token not in tokens[job]:
+        path, message = "/stepToken", "stepToken was never issued for this job."
+    elif (job, token) in used:
+        path, message = "/candidateText", "This step was already submitted with another candidateText."
+    else:
+        return reply
+    return _error_reply("INPUT_INVALID", "bridge", message,
+                        [{"code": "INPUT_INVALID", "category": "input", "path": path, "message": message}])  # fmt: skip
+
+
+TOKENS_JUDGED_OTHERWISE = Variant(
+    name="tokens-judged-otherwise",
+    decisions=("D-BRG-008",),
+    summary="a token never issued for the job, or a used one with another text, is INPUT_INVALID, not a conflict",
+    after=_tokens_judged_otherwise,
+)
+
+
+def _cancel_at_bridge(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    err = _error(reply)
+    if err is not None and err.get("code") in CANCEL_CODES:  # also when an accept answers it
+        err["stage"] = "bridge"
+    return reply
+
+
+CANCEL_AT_BRIDGE = Variant(
+    name="cancel-at-bridge-stage",
+    decisions=("D-BRG-015",),
+    summary="a cancelled job's error has stage bridge, not the stage it was in",
+    after=_cancel_at_bridge,
+)
+
+
+def _detail_kept_verbatim(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    err = _error(reply)
+    if err is None or err.get("code") not in CANCEL_CODES or not isinstance(request, dict):
+        return reply
+    ended = state.setdefault("ended_by_cancel", {})
+    job = request.get("jobId")
+    if job in ended:  # the job's ending, however it is asked for again, reads as it first did
+        first: BridgeReply = json.loads(json.dumps(ended[job]))
+        return first
+    detail = request.get("detail")
+    if op == "cancel" and isinstance(detail, str) and detail and not err.get("issues"):
+        err["issues"] = [{"code": err["code"], "category": "processing", "path": None, "message": detail}]
+    ended[job] = json.loads(json.dumps(reply))
+    return reply
+
+
+DETAIL_KEPT_VERBATIM = Variant(
+    name="cancel-detail-verbatim",
+    decisions=("D-CAN-002",),
+    summary="any non-empty cancel detail, blank or not, is kept as the error's issue",
+    after=_detail_kept_verbatim,
+)
+
+
+def _repeated_field_refused(op: str, request: Any, state: State) -> Any:
+    if op == "prepare" and isinstance(request, dict) and isinstance(request.get("fields"), list):
+        fields = request["fields"]
+        for index, name in enumerate(fields):
+            if name in fields[:index]:
+                message = "fields names a field twice."
+                return _error_reply("INPUT_INVALID", "input", message, [
+                    {"code": "INPUT_INVALID", "category": "input", "path": f"/fields/{index}", "message": message}])
+    return request
+
+
+REPEATED_FIELD_REFUSED = Variant(
+    name="repeated-field-refused",
+    decisions=("D-REQ-002",),
+    summary="a field named twice in fields is refused",
+    before=_repeated_field_refused,
+)
+
+
+def _replay_ttl_bounds_idle_jobs(op: str, request: Any, state: State) -> Any:
+    """With replayTtlMs set, a job untouched for that long is gone, active or not."""
+    import time
+
+    ttl = state["bridge"]["options"].get("replayTtlMs") or 0
+    touched = state.setdefault("touched", {})
+    job = request.get("jobId") if isinstance(request, dict) else None
+    now = time.monotonic() * 1000
+    if ttl > 0 and op in ("accept", "cancel") and job in touched and now - touched[job] >= ttl:
+        message = "No job with this jobId is held."
+        return _error_reply("BRIDGE_JOB_NOT_FOUND", "bridge", message,
+                            [{"code": "BRIDGE_JOB_NOT_FOUND", "category": "input", "path": "/jobId", "message": message}])  # fmt: skip
+    return request
+
+
+def _touch(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+    import time
+
+    job = reply.get("jobId") if reply.get("kind") == "task" else None
+    if job is None and isinstance(request, dict) and op in ("accept", "cancel") and _error(reply) is None:
+        job = request.get("jobId")
+    if isinstance(job, str):
+        state.setdefault("touched", {})[job] = time.monotonic() * 1000
+    return reply
+
+
+REPLAY_TTL_BOUNDS_IDLE_JOBS = Variant(
+    name="replay-ttl-bounds-idle-jobs",
+    decisions=("D-BRG-016",),
+    summary="replayTtlMs also drops an active job left untouched that long",
+    before=_replay_ttl_bounds_idle_jobs,
+    after=_touch,
+)
+
+
+VARIANTS = (
+    REWORDED,
+    RESPELLED_CORE_SCHEMA,
+    PAYLOAD_LAYOUT,
+    CONTEXT_ENTRIES,
+    REPAIR_MATERIAL,
+    REQUEST_ORDER_FIELDS,
+    LEAN_SELECTED_SCHEMA,
+    PLAIN_CONTRACT_ISSUES,
+    BARE_NOT_FOUND,
+    PARTIAL_ON_EXTRACTION_ONLY,
+    DETAIL_DROPPED,
+    PARAMETER_FAULTS_AT_INPUT,
+    OTHER_CODES,
+    LENIENT_MEMBERS,
+    FIELDS_NULL_REFUSED,
+    STRICT_CONTEXT,
+    SURROGATES_REPLACED,
+    NULL_OUTCOME,
+    REPAIRS_NOT_CONFIGURABLE,
+    DEFAULT_LANGUAGE_ZH,
+    COMBINATION_LIMIT,
+    NO_REPLAY,
+    CANCELLED_TOKEN_CONFLICTS,
+    OTHER_ISSUE_CATEGORIES,
+    COARSE_REQUEST_POINTERS,
+    NODE_POINTERS,
+    EMPTY_ENUM_ACCEPTED,
+    JOB_NOT_FOUND_BY_CAUSE,
+    TOKENS_JUDGED_OTHERWISE,
+    CANCEL_AT_BRIDGE,
+    DETAIL_KEPT_VERBATIM,
+    REPEATED_FIELD_REFUSED,
+    REPLAY_TTL_BOUNDS_IDLE_JOBS,
+)

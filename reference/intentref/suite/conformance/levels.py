@@ -1,0 +1,210 @@
+"""``intentref levels``: prove every case's level against the decision variants (D-CNF-040).
+
+For each decision variant (``intentref.suite.conformance.variants``) and for all of them combined,
+the whole suite runs in process.  The proof holds when
+
+* no variant fails a normative case (a normative case that fails under a variant rests on
+  the decision that variant changes: it is mis-levelled);
+* every reference case is broken by at least one variant of a decision it cites: it fails,
+  or it is unsupported because the variant lacks a capability the case needs.  A reference
+  case that no variant of its decisions breaks is mis-cited;
+* every decision a reference case cites has a variant.
+
+It prints one table (decision, variant, normative failures, reference cases broken) and the
+problems, and exits 0 only when the proof holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+
+
+@dataclass
+class VariantResult:
+    name: str
+    decisions: tuple[str, ...]
+    summary: str
+    normative_failed: list[str] = field(default_factory=list)  # "ID: first mismatch"
+    normative_unsupported: dict[str, str] = field(default_factory=dict)
+    reference_broken: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+@dataclass
+class Proof:
+    variants: list[VariantResult]
+    combined: VariantResult
+    unbroken_reference: list[str]  # reference cases no variant of their decisions breaks
+    decisions_without_variant: dict[str, list[str]]  # decision -> reference cases citing it
+    normative_cases: int
+    reference_cases: int
+
+    def problems(self) -> list[str]:
+        """Every reason the proof fails, one stable key each (what a known-problems list holds)."""
+        keys = [f"normative {line.split(':')[0]} fails under {v.name}"
+                for v in [*self.variants, self.combined] for line in v.normative_failed]  # fmt: skip
+        keys += [f"reference {case_id} is broken by no variant of its decisions" for case_id in self.unbroken_reference]
+        keys += [f"decision {d} has no variant" for d in self.decisions_without_variant]
+        return keys
+
+    @property
+    def holds(self) -> bool:
+        return (not any(v.normative_failed for v in [*self.variants, self.combined])
+                and not self.unbroken_reference and not self.decisions_without_variant)  # fmt: skip
+
+    def to_json(self) -> dict[str, Any]:
+        def one(v: VariantResult) -> dict[str, Any]:
+            return {"name": v.name, "decisions": list(v.decisions), "summary": v.summary,
+                    "normativeFailed": v.normative_failed, "normativeUnsupported": v.normative_unsupported,
+                    "referenceBroken": v.reference_broken, "seconds": round(v.seconds, 3)}  # fmt: skip
+
+        return {"holds": self.holds, "normativeCases": self.normative_cases, "referenceCases": self.reference_cases,
+                "variants": [one(v) for v in self.variants], "combined": one(self.combined),
+                "unbrokenReference": self.unbroken_reference,
+                "decisionsWithoutVariant": self.decisions_without_variant}  # fmt: skip
+
+
+def _breaks(outcome: Any) -> bool:
+    """Failed; unsupported for a capability the variant lacks (D-CNF-030), not for options; or
+    errored because the variant refused a configuration the case builds (a definition the
+    reference accepts and the variant, deciding otherwise, does not)."""
+    from intentref.suite.conformance.script import ERRORED, FAILED, UNSUPPORTED
+
+    lacked = outcome.detail.startswith("needs ") and not outcome.detail.startswith("needs Bridge option")
+    refused = outcome.detail.startswith("the target refused the configuration")
+    return bool(outcome.outcome == FAILED or (outcome.outcome == UNSUPPORTED and lacked)
+                or (outcome.outcome == ERRORED and refused))  # fmt: skip
+
+
+def _run_variant(name: str, cases: list[Any]) -> tuple[VariantResult, dict[str, Any]]:
+    """The variant over ``cases``: the envelope cases through the MCP tool layer, the rest directly."""
+    from intentref.suite.conformance import variants
+    from intentref.suite.conformance.runner import execute
+    from intentref.suite.conformance.script import ERRORED, FAILED, UNSUPPORTED
+
+    started = time.perf_counter()
+    target = variants.target(name)
+    envelope = [c for c in cases if c.transport == "mcp"]
+    outcomes = {o.case_id: o for o in execute([c for c in cases if c.transport != "mcp"], target)}
+    if envelope:
+        outcomes.update({o.case_id: o for o in execute(envelope, variants.target(name, envelope=True))})
+    taken = target.variants
+    result = VariantResult(name, tuple(d for v in taken for d in v.decisions), "; ".join(v.summary for v in taken))
+    for case in cases:
+        outcome = outcomes[case.id]
+        if case.level == "normative":
+            if outcome.outcome in (FAILED, ERRORED):
+                first = outcome.mismatches[0] if outcome.mismatches else outcome.detail
+                result.normative_failed.append(f"{case.id}: {first}")
+            elif outcome.outcome == UNSUPPORTED:
+                result.normative_unsupported[case.id] = outcome.detail
+        elif _breaks(outcome):
+            result.reference_broken.append(case.id)
+    result.seconds = time.perf_counter() - started
+    return result, outcomes
+
+
+def prove(cases: Iterable[Any] | None = None, only_variants: Sequence[str] = ()) -> Proof:
+    """Run every case against every variant (or the named ones) and the combined variant."""
+    from intentref.suite.conformance import variants as catalogue_module
+    from intentref.suite.conformance.fixtures import load_cases
+
+    selected = list(load_cases() if cases is None else cases)
+    catalogue = catalogue_module.catalogue()
+    names = list(only_variants) or list(catalogue)
+    results: list[VariantResult] = []
+    broken_by: dict[str, set[str]] = {}
+    for name in names:
+        # A variant runs every normative case, and the reference cases citing its decisions.
+        mine = set(catalogue[name].decisions)
+        wanted = [c for c in selected if c.level == "normative" or mine & set(c.data.get("decisions", []))]
+        result, _ = _run_variant(name, wanted)
+        results.append(result)
+        for case_id in result.reference_broken:
+            broken_by.setdefault(case_id, set()).add(name)
+    combined, _ = _run_variant("all", [c for c in selected if c.level == "normative"])
+    unbroken: list[str] = []
+    without: dict[str, list[str]] = {}
+    for case in selected:
+        if case.level != "reference":
+            continue
+        cited = list(case.data.get("decisions", []))
+        relevant = {v.name for d in cited for v in catalogue_module.variants_of(d)}
+        if not relevant:
+            for decision in cited:
+                without.setdefault(decision, []).append(case.id)
+            continue
+        if not relevant & broken_by.get(case.id, set()) and relevant <= set(names):
+            unbroken.append(case.id)
+    return Proof(results, combined, unbroken, without,
+                 sum(c.level == "normative" for c in selected), sum(c.level == "reference" for c in selected))  # fmt: skip
+
+
+def render(proof: Proof, out: Any = None) -> None:
+    """The table and the problems, as plain text (rich tables when ``out`` is a terminal)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=out or sys.stdout, width=140, soft_wrap=False)
+    table = Table(title=f"Decision variants: {proof.normative_cases} normative, {proof.reference_cases} reference cases")
+    for column in ("decision", "variant", "what it decides instead", "normative failures", "reference cases broken"):
+        table.add_column(column, overflow="fold")
+    for v in proof.variants:
+        table.add_row(", ".join(v.decisions), v.name, v.summary, str(len(v.normative_failed)),
+                      str(len(v.reference_broken)))  # fmt: skip
+    c = proof.combined
+    table.add_row("(all of the above)", "all", f"{len(c.decisions)} decisions at once", str(len(c.normative_failed)), "-")
+    console.print(table)
+    for v in [*proof.variants, c]:
+        for line in v.normative_failed[:20]:
+            console.print(f"normative case fails under variant {v.name}: {line}", markup=False)
+        if len(v.normative_failed) > 20:
+            console.print(f"  … and {len(v.normative_failed) - 20} more under {v.name}", markup=False)
+    for case_id in proof.unbroken_reference:
+        console.print(f"reference case {case_id} passes under every variant of the decisions it cites", markup=False)
+    for decision, ids in sorted(proof.decisions_without_variant.items()):
+        console.print(f"decision {decision} (cited by {len(ids)} reference cases) has no variant", markup=False)
+    console.print("the levels hold" if proof.holds else "the levels do NOT hold", markup=False)
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("levels", help="prove each case's level against the decision variants",
+                       description=(__doc__ or "").splitlines()[0])  # fmt: skip
+    p.add_argument("--variant", action="append", default=[], metavar="NAME",
+                   help="only this variant (repeatable; the combined one always runs)")  # fmt: skip
+    p.add_argument("--list", action="store_true", help="list the variants and the decisions they change, then stop")
+    p.add_argument("--json", dest="json_out", metavar="FILE", help="write the proof as JSON")
+    p.set_defaults(run=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from intentref.suite.conformance import variants
+
+    catalogue = variants.catalogue()
+    unknown = [n for n in args.variant if n not in catalogue]
+    if unknown:
+        print(f"intentref levels: no variant {unknown[0]!r}; see --list", file=sys.stderr)
+        return EXIT_USAGE
+    if args.json_out:
+        folder = Path(args.json_out).resolve().parent
+        if not folder.is_dir():
+            print(f"intentref levels: --json {args.json_out}: folder {folder} does not exist", file=sys.stderr)
+            return EXIT_USAGE
+    if args.list:
+        for v in catalogue.values():
+            print(f"{v.name}\t{', '.join(v.decisions)}\t{v.summary}")
+        return EXIT_OK
+    proof = prove(only_variants=args.variant)
+    render(proof)
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(proof.to_json(), indent=2, ensure_ascii=False) + "\n", "utf-8")
+    return EXIT_OK if proof.holds else EXIT_PROBLEMS

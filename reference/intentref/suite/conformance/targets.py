@@ -1,0 +1,215 @@
+"""What the runner drives: a target opens runs, a run opens sessions, a session makes calls.
+
+A *run* is one configuration (the instances of ``instances.json`` plus Bridge options);
+a target that cannot take an option says so through ``unsupported`` and the case is
+reported as unsupported, never as failed.  Adapters for MCP over stdio and HTTP and for
+the JSON-lines harness live beside this module; the in-process target is here because it
+is the floor every other target is compared with.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from intentref._paths import data_dir
+
+
+class TargetUnsupported(Exception):
+    """The target cannot do what the case needs (an option, a value its transport cannot carry).
+
+    Raised by ``open`` or by a call; the case is reported ``unsupported`` with ``reason``,
+    never ``failed``: the implementation was not asked the question.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class TargetCannotStart(Exception):
+    """The target cannot start at all, so no case can be blamed and the run stops (D-CNF-013).
+
+    Raised when its command cannot be run (not found, not executable), when nothing answers
+    at its address, or when its server exits before answering while started with the
+    suite's own instances.  The message is one line, shown as it is.
+    """
+
+
+class ServerExited(RuntimeError):
+    """A server process exited before it answered its first request.
+
+    A case's own configuration may be the reason (a run with odd options); with the
+    suite's own instances it cannot be, and the runner turns it into ``TargetCannotStart``.
+    """
+
+
+class ConfigRejected(Exception):
+    """The target refused the run's configuration; ``error`` is a SerializedIntentError."""
+
+    def __init__(self, error: dict[str, Any]) -> None:
+        super().__init__(error.get("code"))
+        self.error = error
+
+
+class Reply:
+    """A BridgeReply as the target delivered it.
+
+    ``value`` is the reply object (structuredContent over MCP); ``text`` the reply's own JSON
+    text, where the transport carries one; ``envelope`` (MCP only) is
+    ``{"isError": bool, "textIsReply": bool}``.  An MCP target may give the envelope as a
+    function instead (``envelope_of``), called once on first read: deciding textIsReply costs a
+    JSON encoding of the reply, and only the steps that check the envelope read it.
+    """
+
+    __slots__ = ("_envelope", "_envelope_of", "text", "value")
+
+    def __init__(self, value: Any, text: str | None = None, envelope: dict[str, Any] | None = None, *,
+                 envelope_of: Callable[[], dict[str, Any]] | None = None) -> None:  # fmt: skip
+        self.value = value
+        self.text = text
+        self._envelope = envelope
+        self._envelope_of = envelope_of
+
+    @property
+    def envelope(self) -> dict[str, Any] | None:
+        if self._envelope is None and self._envelope_of is not None:
+            self._envelope, self._envelope_of = self._envelope_of(), None
+        return self._envelope
+
+    def __repr__(self) -> str:
+        return f"Reply(value={self.value!r}, text={self.text!r})"
+
+
+class Session(Protocol):
+    """One connection.  A session may also have ``release()``, which the runner calls instead
+    of ``close()`` when the case is over: a target whose connections are expensive (one
+    server process each over stdio) keeps the connection for the next case, after ending
+    every job the case left active (D-CNF-002)."""
+
+    def prepare(self, request: Any) -> Reply: ...
+    def accept(self, request: Any) -> Reply: ...
+    def cancel(self, request: Any) -> Reply: ...
+    def close(self) -> None: ...
+
+
+class Run(Protocol):
+    def connect(self) -> Session: ...
+    def close(self) -> None: ...
+
+
+class Target(Protocol):
+    name: str
+    transport: str  # "in-process", "mcp" or "harness"
+
+    def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
+        """Why a run with these options cannot be made here, or None.
+
+        A target may also define ``unsupported_case(case) -> str | None`` for reasons that
+        depend on the whole case (its sessions, its setup); the runner asks it when present.
+        """
+
+    def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run: ...
+
+    def close(self) -> None: ...
+
+
+def program_problem(program: str) -> str | None:
+    """Why the command ``program`` (a command line's first word) cannot be run, or None.
+
+    Looked up as ``exec`` would: a name with a slash is a path, any other name is searched
+    on PATH.  Asked before any fixture is read, so a mistyped command costs no start-up at
+    all (D-CNF-013); a failure this cannot foresee (a bad interpreter line) is still caught
+    when the process starts.
+    """
+    if os.sep not in program:
+        return None if shutil.which(program) is not None else "not found on PATH"
+    if not os.path.lexists(program):
+        return "No such file or directory"
+    if os.path.isdir(program):
+        return "is a folder"
+    if not os.access(program, os.X_OK):
+        return "Permission denied"
+    return None
+
+
+def load_instances() -> dict[str, Any]:
+    """The instance configurations of ``conformance/instances.json``."""
+    document = json.loads((data_dir("conformance") / "instances.json").read_text("utf-8"))
+    return dict(document["instances"])
+
+
+# --- the bundled reference, in this process ------------------------------------------------
+
+
+class InProcessSession:
+    def __init__(self, session: Any) -> None:
+        self._session = session
+
+    def prepare(self, request: Any) -> Reply:
+        return Reply(self._session.prepare(request))
+
+    def accept(self, request: Any) -> Reply:
+        return Reply(self._session.accept(request))
+
+    def cancel(self, request: Any) -> Reply:
+        return Reply(self._session.cancel(request))
+
+    def close(self) -> None:
+        self._session.close()
+
+
+class InProcessRun:
+    """A run over any object with the Bridge's ``connect()`` / ``close()`` and dict replies."""
+
+    def __init__(self, bridge: Any) -> None:
+        self._bridge = bridge
+
+    def connect(self) -> Session:
+        return InProcessSession(self._bridge.connect())
+
+    def close(self) -> None:
+        self._bridge.close()
+
+
+class InProcessTarget:
+    """The reference Bridge called directly: what mutation testing and differential checks use.
+
+    ``bridge_factory`` lets a test wrap the reference (to prove the suite catches a
+    deliberately broken implementation) without touching the runner.  The plain reference
+    declares what it takes (``capabilities``, D-CNF-030); a wrapped one declares nothing
+    unless told, and is probed: a wrapper may change what the reference honours.
+    """
+
+    name = "reference (in-process)"
+    transport = "in-process"
+
+    def __init__(self, bridge_factory: Any = None, capabilities: Any = None) -> None:
+        if bridge_factory is None:
+            from intentref.bridge import create_intent_bridge
+            from intentref.suite.conformance.capabilities import REFERENCE_CAPABILITIES
+
+            bridge_factory = create_intent_bridge
+            capabilities = REFERENCE_CAPABILITIES if capabilities is None else capabilities
+        if capabilities is not None:
+            self.capabilities = capabilities
+        self._factory = bridge_factory
+
+    def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
+        return None
+
+    def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run:
+        from intentref.core.errors import IntentParseError
+        from intentref.intent import Intent
+
+        try:
+            built = {name: Intent(config) for name, config in instances.items()}
+            return InProcessRun(self._factory({"instances": built, **bridge_options}))
+        except IntentParseError as exc:
+            raise ConfigRejected(exc.to_json()) from None
+
+    def close(self) -> None:
+        pass
