@@ -745,7 +745,7 @@ class BridgeSession:
         detail = None
         if "detail" in members:
             detail = _required_text(members, "detail")
-            if utf8_length(detail) > MAX_CANCEL_DETAIL_BYTES:  # spec: R-CAN-003, R-CAN-004
+            if utf8_length(detail, current().lone_surrogate_utf8_bytes) > MAX_CANCEL_DETAIL_BYTES:  # spec: R-CAN-003, R-CAN-004
                 raise _bridge_input_error("/detail", f"detail exceeds {MAX_CANCEL_DETAIL_BYTES} UTF-8 bytes.")
         store = self._store
         if closed is not None and not closed.closed_sessions_keep_records:

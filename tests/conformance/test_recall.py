@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import sys
 
-from intentref.suite.conformance.faulty import FAULTS, harness_command, recall
+from intentref.suite.conformance.faulty import FAULTS, harness_command
 from intentref.suite.conformance.fixtures import Case, load_cases
 from intentref.suite.conformance.harness import HarnessTarget
-from intentref.suite.conformance.recall import on_stdio_floor
+from intentref.suite.conformance.recall import on_stdio_floor, recall
 from intentref.suite.conformance.runner import execute
 from intentref.suite.conformance.script import FAILED, PASSED
 

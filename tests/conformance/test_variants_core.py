@@ -330,11 +330,10 @@ def test_smaller_and_larger_candidate_limits() -> None:
 def test_lone_surrogate_byte_counts() -> None:
     text = "\ud800" * 10
     assert utf8_length(text) == 30  # D-LIM-006: each as U+FFFD
-    with choices.chosen(variants.target("lone-surrogate-one-byte").choices):
-        assert utf8_length(text) == 10
-        assert utf8_length("\ud800\ufffd") == 4  # a real U+FFFD keeps its 3 bytes
-    with choices.chosen(variants.target("lone-surrogate-as-escape").choices):
-        assert utf8_length(text) == 60
+    one = variants.target("lone-surrogate-one-byte").choices.lone_surrogate_utf8_bytes
+    assert utf8_length(text, one) == 10
+    assert utf8_length("\ud800\ufffd", one) == 4  # a real U+FFFD keeps its 3 bytes
+    assert utf8_length(text, variants.target("lone-surrogate-as-escape").choices.lone_surrogate_utf8_bytes) == 60
     over = "\udc00" * 683  # 2,049 bytes counted as U+FFFD; 683 counted as "?"
     under = "\ud800" * 682  # 2,046 bytes counted as U+FFFD; 4,092 counted as escapes
     for name, detail, expected in ((None, over, "INPUT_INVALID"), ("lone-surrogate-one-byte", over, "MODEL_ABORTED"),

@@ -154,8 +154,9 @@ class Job:
         """Judge one complete candidate for the current step."""
         if not self.active:
             raise RuntimeError("submit() on a job that has ended")
-        max_bytes = choices.current().max_candidate_bytes  # D-LIM-003
-        if utf8_length(candidate_text) > max_bytes:
+        chosen = choices.current()
+        max_bytes = chosen.max_candidate_bytes  # D-LIM-003
+        if utf8_length(candidate_text, chosen.lone_surrogate_utf8_bytes) > max_bytes:
             message = f"candidateText exceeds {max_bytes} UTF-8 bytes."
             return Outcome(rejection=error("LIMIT_EXCEEDED", self.stage, message,
                                            [Issue("LIMIT_EXCEEDED", "processing", None, message)]))  # fmt: skip

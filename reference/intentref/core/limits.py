@@ -56,23 +56,21 @@ DEFAULT_REPAIR_ATTEMPTS: Final = 1
 MAX_REPAIR_ATTEMPTS: Final = 8
 
 
-def utf8_length(text: str) -> int:
+def utf8_length(text: str, lone_surrogate_bytes: int = 3) -> int:
     """Bytes a JavaScript ``TextEncoder`` writes for ``text``.
 
     Python strings may hold lone surrogates (JSON ``"\\ud800"`` decodes to one); a
     TextEncoder writes each as U+FFFD, three bytes.  A surrogate *pair* held as two
     code points is one four-byte character to JavaScript.  (spec: R-CAN-003, R-CAN-004, D-LIM-006)
+    ``lone_surrogate_bytes`` is what a lone surrogate counts: 3, or what a decision variant
+    chose (``intentref.core.choices``; the caller passes it, so limits imports nothing).
     """
     try:
         return len(text.encode("utf-8"))
     except UnicodeEncodeError:
         pass
-    from intentref.core import (
-        choices,  # here: choices imports this module; only texts with surrogates get this far
-    )
-
     joined = well_formed(text)
-    extra = choices.current().lone_surrogate_utf8_bytes - 3  # D-LIM-006: U+FFFD is 3 bytes
+    extra = lone_surrogate_bytes - 3  # D-LIM-006: U+FFFD is 3 bytes
     return len(joined.encode("utf-8")) + (extra * joined.count("\ufffd") - extra * text.count("\ufffd") if extra else 0)
 
 

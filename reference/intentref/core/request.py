@@ -78,7 +78,7 @@ def read_request(request: Any, defined_fields: Sequence[str]) -> ParseRequest:
     if not has_text(text):  # spec: R-RES-016, R-ERR-017 -- the seed's exact blank-input error, no issues
         raise error("INPUT_INVALID", "input", BLANK_INPUT_MESSAGE)
     max_input = limits_now.max_input_bytes
-    if utf8_length(text) > max_input:
+    if utf8_length(text, limits_now.lone_surrogate_utf8_bytes) > max_input:
         raise error(
             "LIMIT_EXCEEDED",
             "input",
@@ -125,7 +125,7 @@ def _read_context(value: Any, present: bool, limits_now: choices.Choices) -> tup
         sources = tuple(items)
     else:
         raise _invalid("/context", "context must be a string or an array of messages.")
-    if sum(utf8_length(s.content) for s in sources) > limits_now.max_context_bytes:
+    if sum(utf8_length(s.content, limits_now.lone_surrogate_utf8_bytes) for s in sources) > limits_now.max_context_bytes:
         raise error(
             "LIMIT_EXCEEDED",
             "input",

@@ -12,8 +12,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from intentref.suite.conformance._variant import BridgeReply, State, Variant
 from intentref.suite.conformance.capabilities import REPAIR_ATTEMPTS
-from intentref.suite.conformance.variants import BridgeReply, State, Variant
 
 DATA_ISSUE_CODES = frozenset({
     "DATA_REQUIRED_MISSING", "DATA_AMBIGUOUS", "DATA_CONFLICT", "DATA_DEPENDENCY_MISSING",

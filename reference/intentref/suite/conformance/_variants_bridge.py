@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from intentref.suite.conformance.variants import BridgeReply, State, Variant, replace_choices
+from intentref.suite.conformance._variant import BridgeReply, State, Variant, replace_choices
 
 # --------------------------------------------------------------------------- requests
 

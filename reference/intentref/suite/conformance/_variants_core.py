@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from intentref.core import limits
-from intentref.suite.conformance.variants import Variant, replace_choices
+from intentref.suite.conformance._variant import Variant, replace_choices
 
 EVIDENCE_PER_LEAF = Variant(
     name="evidence-per-leaf",

@@ -27,11 +27,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from intentref.suite.conformance.targets import REFERENCE_CAPABILITIES as REFERENCE_CAPABILITIES
+from intentref.suite.conformance.targets import REPAIR_ATTEMPTS as REPAIR_ATTEMPTS
 from intentref.suite.conformance.targets import ConfigRejected, Target, TargetUnsupported
 
-REPAIR_ATTEMPTS: Final = "instance.repairAttempts"
-# What the bundled reference takes, whatever its transport.
-REFERENCE_CAPABILITIES: Final = frozenset({REPAIR_ATTEMPTS})
+# REFERENCE_CAPABILITIES and REPAIR_ATTEMPTS live with the targets that declare them
+# (``targets`` must not import this module); they are re-exported here by name.
 
 # The probe's instances.  Their names are those of conformance/instances.json, so a target
 # that serves a fixed configuration (an HTTP server) has them too.

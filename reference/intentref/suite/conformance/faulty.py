@@ -6,7 +6,7 @@ difference a case can see is the one rule named.  ``faulty_target(name)`` gives 
 the runner can drive; ``tests/conformance/test_faulty_implementations.py`` runs the whole
 fixture suite against each and demands at least one failed case per fault, and a failed
 *normative* case for each fault whose ``seed_rule`` names seed text it contradicts
-(D-CNF-033); ``recall()`` prints that table.  ``harness_command(name)`` runs a fault behind
+(D-CNF-033); ``intentref.suite.conformance.recall.recall()`` prints that table.  ``harness_command(name)`` runs a fault behind
 the reference's JSON-lines harness, a real subprocess that takes Bridge options.
 
 ``is_error_wrong`` lives at the MCP level (the envelope's ``isError``), which an
@@ -510,13 +510,6 @@ def faulty_target(name: str) -> InProcessTarget | McpModelTarget:
     target = InProcessTarget(bridge_factory=bridge_factory(name))
     target.name = f"reference with fault {name}"
     return target
-
-
-def recall(target_factory: Callable[[str], Any] | None = None, cases: list[Case] | None = None) -> Any:
-    """The recall table of the shipped faults (see ``recall``): ``faulty.recall().text()`` prints it."""
-    from intentref.suite.conformance.recall import recall as tabulate
-
-    return tabulate(target_factory, cases)
 
 
 # --------------------------------------------------------------------------- behind the harness

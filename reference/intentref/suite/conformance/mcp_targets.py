@@ -543,7 +543,7 @@ class StdioTarget:
         of starting the console script cold: same code, same pipes, a fraction of the
         start-up (D-CNF-006).
         """
-        from intentref.suite.conformance.capabilities import REFERENCE_CAPABILITIES
+        from intentref.suite.conformance.targets import REFERENCE_CAPABILITIES
 
         if not fork:
             template = CommandTemplate.parse(REFERENCE_ARGS, prefix=reference_program())

@@ -13,9 +13,15 @@ import json
 import os
 import shutil
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from intentref._paths import data_dir
+
+# D-CNF-030: the capability names a target may declare (``capabilities``); what they mean
+# and the probe for a target that declares nothing are in ``capabilities``.
+REPAIR_ATTEMPTS: Final = "instance.repairAttempts"
+# What the bundled reference takes, whatever its transport.
+REFERENCE_CAPABILITIES: Final = frozenset({REPAIR_ATTEMPTS})
 
 
 class TargetUnsupported(Exception):
@@ -190,8 +196,6 @@ class InProcessTarget:
     def __init__(self, bridge_factory: Any = None, capabilities: Any = None) -> None:
         if bridge_factory is None:
             from intentref.bridge import create_intent_bridge
-            from intentref.suite.conformance.capabilities import REFERENCE_CAPABILITIES
-
             bridge_factory = create_intent_bridge
             capabilities = REFERENCE_CAPABILITIES if capabilities is None else capabilities
         if capabilities is not None:

@@ -27,46 +27,14 @@ unsupported with that reason, never failed.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import json
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from intentref.core.choices import REFERENCE, Choices, chosen
+from intentref.suite.conformance._variant import BridgeReply, State, Variant, replace_choices  # noqa: F401
 from intentref.suite.conformance.capabilities import REFERENCE_CAPABILITIES
 from intentref.suite.conformance.targets import ConfigRejected, InProcessRun, Run
-
-BridgeReply = dict[str, Any]
-State = dict[str, Any]  # one session's memory, shared by the hooks of that session
-
-
-@dataclass(frozen=True)
-class Variant:
-    """The reference with some decisions taken another way.
-
-    ``decisions`` are the IDs the variant changes; ``summary`` says what it does instead.
-    ``choices`` are ``Choices`` fields to change.  The hooks default to "change nothing":
-
-    * ``config(name, config) -> config`` rewrites an instance configuration (a copy);
-    * ``before(op, request, state) -> request | BridgeReply`` rewrites a request, or answers
-      it (a dict with ``kind``) without asking the reference;
-    * ``after(op, request, reply, state) -> reply`` rewrites a reply (``op`` is ``prepare``,
-      ``accept``, ``cancel`` or ``config`` for a configuration error wrapped as a reply).
-
-    ``lacks`` maps a capability a case may need (``capabilities.REPAIR_ATTEMPTS``) to the
-    reason the variant does not offer it; the target then declares it does not take it.
-    """
-
-    name: str
-    decisions: tuple[str, ...]
-    summary: str
-    choices: Mapping[str, Any] = field(default_factory=dict)
-    config: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
-    before: Callable[[str, Any, State], Any] | None = None
-    after: Callable[[str, Any, BridgeReply, State], BridgeReply] | None = None
-    lacks: Mapping[str, str] = field(default_factory=dict)
-
 
 # --------------------------------------------------------------------------- the target
 
@@ -244,12 +212,3 @@ def target(name: str, *, envelope: bool = False) -> VariantTarget:
 
 def variants_of(decision: str) -> list[Variant]:
     return [v for v in catalogue().values() if decision in v.decisions]
-
-
-def replace_choices(**changes: Any) -> dict[str, Any]:
-    """Check ``changes`` name real ``Choices`` fields (a typo would silently change nothing)."""
-    names = {f.name for f in dataclasses.fields(Choices)}
-    unknown = set(changes) - names
-    if unknown:
-        raise TypeError(f"not a Choices field: {', '.join(sorted(unknown))}")
-    return changes
