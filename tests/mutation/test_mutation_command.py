@@ -106,5 +106,13 @@ def test_every_listed_equivalent_mutant_has_code_and_a_reason():
 def test_the_checkout_is_found_from_the_module_not_the_working_directory(tmp_path, monkeypatch):
     # The module sits three folders below the root (reference/intentref/devtools/, issue 18):
     # run from elsewhere, an editable install still mutates its own checkout.
+    # CI installs a wheel, where the module is no checkout's and the working directory decides.
+    module_checkout = pathlib.Path(mutation.__file__).resolve().parents[3]
     monkeypatch.chdir(tmp_path)
-    assert mutation._find_repo() == REPO.resolve()
+    if (module_checkout / "pyproject.toml").exists():
+        assert module_checkout == REPO.resolve()
+        assert mutation._find_repo() == module_checkout
+    else:
+        assert mutation._find_repo() == tmp_path  # no checkout anywhere: the working directory
+        monkeypatch.chdir(REPO)
+        assert mutation._find_repo() == REPO
