@@ -33,7 +33,7 @@ sys.path.insert(0, str(HERE))
 import variant_targets  # noqa: E402 -- the variants live beside this file
 
 # What the reworded variant changes: every one of them a reference decision.
-REWORDED_DECISIONS = {"D-BRG-006", "D-INS-001", "D-ERR-006", "D-ERR-007", "D-COR-001", "D-PAY-003",
+REWORDED_DECISIONS = {"D-BRG-006", "D-INS-001", "D-ERR-006", "D-ERR-007", "D-COR-001", "D-PAY-001", "D-PAY-003",
                       "D-CAN-002", "D-BRG-010", "D-BRG-011", "D-BRG-015"}  # fmt: skip
 
 

@@ -23,12 +23,11 @@ def main() -> int:
     sys.path.insert(0, str(Path(__file__).parent))
     import variant_targets  # beside this file, which is no package
 
-    proxies = {"reworded": variant_targets.DecidedDifferently, "status_priority": variant_targets.StatusPriority,
-               "replay_conflicts": variant_targets.ReplayConflicts}  # fmt: skip
-    proxy = proxies[sys.argv[1]]
+    def status_priority(config: Mapping[str, Any]) -> Any:
+        return FaultyBridge(create_intent_bridge(config), variant_targets.StatusPriority(config))
 
-    def factory(config: Mapping[str, Any]) -> Any:
-        return FaultyBridge(create_intent_bridge(config), proxy(config))
+    factories = {"reworded": variant_targets.reworded_bridge, "status_priority": status_priority}
+    factory = factories[sys.argv[1]]
 
     mcp_server.create_intent_bridge = factory  # type: ignore[assignment]
     return mcp_cli.main(sys.argv[2:])
