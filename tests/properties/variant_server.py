@@ -9,24 +9,19 @@ MCP transport too (test_projection_fairness.py).
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from intentref.bridge import create_intent_bridge
 from intentref.mcp import cli as mcp_cli
 from intentref.mcp import server as mcp_server
-from intentref.suite.conformance.faulty import FaultyBridge
+from intentref.suite.conformance import faulty
 
 
 def main() -> int:
     sys.path.insert(0, str(Path(__file__).parent))
     import variant_targets  # beside this file, which is no package
 
-    def status_priority(config: Mapping[str, Any]) -> Any:
-        return FaultyBridge(create_intent_bridge(config), variant_targets.StatusPriority(config))
-
-    factories = {"reworded": variant_targets.reworded_bridge, "status_priority": status_priority}
+    factories = {"reworded": variant_targets.reworded_bridge,
+                 "status_priority": faulty.bridge_factory_for(variant_targets.StatusPriority)}  # fmt: skip
     factory = factories[sys.argv[1]]
 
     mcp_server.create_intent_bridge = factory  # type: ignore[assignment]

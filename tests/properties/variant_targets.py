@@ -22,35 +22,24 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from intentref.bridge import create_intent_bridge
-from intentref.core.choices import REFERENCE
-from intentref.suite.conformance import variants
-from intentref.suite.conformance.faulty import Fault as Proxy
-from intentref.suite.conformance.faulty import FaultyBridge
+from intentref.suite.conformance import faulty, variants
+from intentref.suite.conformance.faulty import Fault, items_of
 from intentref.suite.conformance.targets import InProcessTarget
 from intentref.suite.conformance.variants import VariantBridge, VariantTarget
 
 
-class StatusPriority(Proxy):
+class StatusPriority(Fault):
     name = "status_priority"
     breaks = "R-RES-038: awaiting_confirmation outranks conditional"
     catch_with = "an item with a confirmation and a condition reason"
+    seed_rule = "001 #动作字段与状态: needs_clarification → awaiting_confirmation → conditional → ready"
 
     def after(self, op: str, request: Any, reply: Any) -> Any:
-        result = reply.get("result") if isinstance(reply, dict) and reply.get("kind") == "result" else None
-        for item in (result or {}).get("intents", []):
+        for item in items_of(reply):  # a result's items and a partialResult's
             reasons = str(item.get("reason", "")).split("\n")
             if item.get("status") == "awaiting_confirmation" and len(reasons) >= 2:
                 item["status"] = "conditional"  # the condition ranked above the confirmation
         return reply
-
-
-def _target(proxy: type[Proxy]) -> InProcessTarget:
-    def factory(config: Mapping[str, Any]) -> FaultyBridge:
-        return FaultyBridge(create_intent_bridge(config), proxy(config))
-
-    target = InProcessTarget(bridge_factory=factory)
-    target.name = f"variant {proxy.name}"
-    return target
 
 
 # Variants of the catalogue whose decisions are spellings only: nothing the seeds fix moves.
@@ -58,9 +47,8 @@ REWORDED: Final = ("reworded", "respelled-core-schema", "payload-layout", "uuid-
 
 
 def reworded_bridge(config: Mapping[str, Any]) -> VariantBridge:
-    """A Bridge factory for the ``reworded`` variants (boundary hooks: no choices to apply)."""
-    catalogue = variants.catalogue()
-    return VariantBridge(create_intent_bridge(config), tuple(catalogue[n] for n in REWORDED), REFERENCE)
+    """A Bridge factory for the ``reworded`` variants, as ``variant_server.py`` needs one."""
+    return reworded().bridge_over(create_intent_bridge(config))
 
 
 def reworded() -> VariantTarget:
@@ -69,7 +57,7 @@ def reworded() -> VariantTarget:
 
 
 def status_priority() -> InProcessTarget:
-    return _target(StatusPriority)
+    return faulty.target_for(StatusPriority)
 
 
 def replay_conflicts() -> VariantTarget:

@@ -30,7 +30,7 @@ from intentref.core.limits import MAX_CANCEL_DETAIL_BYTES, utf8_length, well_for
 from intentref.suite.conformance.fixtures import Case
 from intentref.suite.conformance.runner import execute
 from intentref.suite.conformance.script import CaseOutcome
-from intentref.suite.conformance.targets import InProcessTarget, Reply, Run, Session
+from intentref.suite.conformance.targets import CallSession, InProcessTarget, Reply, Run, Session
 
 Json = Any
 Request = Any
@@ -63,7 +63,7 @@ def _results(reply: Json) -> Iterator[dict[str, Any]]:
         yield err["partialResult"]
 
 
-def _items(reply: Json) -> Iterator[dict[str, Any]]:
+def items_of(reply: Json) -> Iterator[dict[str, Any]]:
     for result in _results(reply):
         for item in result.get("intents", []) or []:
             if isinstance(item, dict):
@@ -126,7 +126,7 @@ class ReasonOrder(Fault):
     catch_with = "a result item with two or more blockers (e.g. needs clarification and confirmation), reason matched exactly"
 
     def after(self, op: str, request: Request, reply: Json) -> Json:
-        for item in _items(reply):
+        for item in items_of(reply):
             reason = item.get("reason")
             if isinstance(reason, str) and "\n" in reason:
                 # Condition first, clarification last: the seeds' order backwards.
@@ -225,7 +225,7 @@ class IdsFromZero(Fault):
     catch_with = "any result with an intent item, ids matched exactly"
 
     def after(self, op: str, request: Request, reply: Json) -> Json:
-        for item in _items(reply):
+        for item in items_of(reply):
             item_id = item.get("id")
             if isinstance(item_id, str) and item_id[:1] == "i" and item_id[1:].isdigit():
                 item["id"] = f"i{int(item_id[1:]) - 1}"
@@ -253,7 +253,7 @@ class NullForAbsent(Fault):
     OPTIONAL: ClassVar[tuple[str, ...]] = ("reason", "clarification")
 
     def after(self, op: str, request: Request, reply: Json) -> Json:
-        for item in _items(reply):
+        for item in items_of(reply):
             for member in self.OPTIONAL:
                 item.setdefault(member, None)
         return reply
@@ -340,7 +340,7 @@ FAULTS: dict[str, type[Fault]] = {cls.name: cls for cls in _ALL}
 # --------------------------------------------------------------------------- the proxy
 
 
-class FaultySession:
+class FaultySession(CallSession):
     """A reference session whose traffic passes through one fault."""
 
     def __init__(self, inner: Any, fault: Fault) -> None:
@@ -355,14 +355,6 @@ class FaultySession:
         reply = getattr(self._inner, op)(self._fault.before(op, request))
         return self._fault.after_in(self._memory, op, request, reply)
 
-    def prepare(self, request: Request) -> Json:
-        return self._call("prepare", request)
-
-    def accept(self, request: Request) -> Json:
-        return self._call("accept", request)
-
-    def cancel(self, request: Request) -> Json:
-        return self._call("cancel", request)
 
     def close(self) -> None:
         self._inner.close()
@@ -385,6 +377,11 @@ def bridge_factory(name: str) -> BridgeFactory:
     fault_cls = FAULTS[name]
     if fault_cls.envelope_only:  # a Bridge has no envelope: it would break nothing
         raise ValueError(f"{name} is an MCP envelope fault; use faulty_target({name!r})")
+    return bridge_factory_for(fault_cls)
+
+
+def bridge_factory_for(fault_cls: type[Fault]) -> BridgeFactory:
+    """Bridges that break what ``fault_cls`` breaks (a fault of the caller's own, too)."""
 
     def factory(config: Mapping[str, Any]) -> FaultyBridge:
         return FaultyBridge(create_intent_bridge(config), fault_cls(config))
@@ -397,7 +394,7 @@ def bridge_factory(name: str) -> BridgeFactory:
 TOOLS: dict[str, str] = {"prepare": "intent_prepare", "accept": "intent_accept", "cancel": "intent_cancel"}
 
 
-class _McpModelSession:
+class _McpModelSession(CallSession):
     def __init__(self, session: Any, invert_is_error: bool) -> None:
         self._session = session
         self._invert = invert_is_error
@@ -419,14 +416,6 @@ class _McpModelSession:
         text_is_reply = text is not None and _parses_to(text, value)
         return Reply(value, text, {"isError": is_error, "textIsReply": text_is_reply})
 
-    def prepare(self, request: Request) -> Reply:
-        return self._call("prepare", request)
-
-    def accept(self, request: Request) -> Reply:
-        return self._call("accept", request)
-
-    def cancel(self, request: Request) -> Reply:
-        return self._call("cancel", request)
 
     def close(self) -> None:
         self._session.close()
@@ -507,8 +496,13 @@ def faulty_target(name: str) -> InProcessTarget | McpModelTarget:
     fault_cls = FAULTS[name]
     if fault_cls.envelope_only:
         return McpModelTarget(invert_is_error=True)
-    target = InProcessTarget(bridge_factory=bridge_factory(name))
-    target.name = f"reference with fault {name}"
+    return target_for(fault_cls)
+
+
+def target_for(fault_cls: type[Fault]) -> InProcessTarget:
+    """The in-process reference with ``fault_cls`` around each of its Bridges."""
+    target = InProcessTarget(bridge_factory=bridge_factory_for(fault_cls))
+    target.name = f"reference with fault {fault_cls.name}"
     return target
 
 

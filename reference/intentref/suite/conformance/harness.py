@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from intentref.suite.conformance.targets import (
+    CallSession,
     ConfigRejected,
     Reply,
     Run,
@@ -181,7 +182,7 @@ def _is_reply(value: Any) -> bool:
     return isinstance(value, dict) and value.get("kind") in ("task", "result", "error")
 
 
-class _HarnessSession:
+class _HarnessSession(CallSession):
     def __init__(self, child: LineChild, session_id: str) -> None:
         self._child = child
         self._id = session_id
@@ -190,14 +191,6 @@ class _HarnessSession:
         response = self._child.request(op, session=self._id, request=request)
         return Reply(self._child.member(response, "reply", lambda v: isinstance(v, dict), '{"reply": BridgeReply}'))
 
-    def prepare(self, request: Any) -> Reply:
-        return self._call("prepare", request)
-
-    def accept(self, request: Any) -> Reply:
-        return self._call("accept", request)
-
-    def cancel(self, request: Any) -> Reply:
-        return self._call("cancel", request)
 
     def close(self) -> None:
         self._child.request("close", session=self._id)

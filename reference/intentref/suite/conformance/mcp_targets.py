@@ -56,6 +56,7 @@ from intentref.suite.conformance.mcp_transport import (
     stdio_transport,
 )
 from intentref.suite.conformance.targets import (
+    CallSession,
     ConfigRejected,
     Reply,
     Run,
@@ -416,7 +417,7 @@ class _OwnSession:
         self._connection.close()
 
 
-class _SharedSession:
+class _SharedSession(CallSession):
     """A case's session on a connection that outlives the case (D-CNF-002).
 
     It remembers the jobs the case may have left active, and ``release()`` cancels them so
@@ -438,14 +439,6 @@ class _SharedSession:
             self._jobs.pop(job, None)  # finished: nothing left to release
         return reply
 
-    def prepare(self, request: Any) -> Reply:
-        return self._call("prepare", request)
-
-    def accept(self, request: Any) -> Reply:
-        return self._call("accept", request)
-
-    def cancel(self, request: Any) -> Reply:
-        return self._call("cancel", request)
 
     def release(self) -> None:
         try:

@@ -102,6 +102,26 @@ class Session(Protocol):
     def close(self) -> None: ...
 
 
+class CallSession:
+    """A session whose three calls are one method: ``_call(op, request)``.
+
+    For the adapters (variants, faults, MCP and harness transports) that treat prepare,
+    accept and cancel alike and differ only in how one call is made.
+    """
+
+    def _call(self, op: str, request: Any) -> Any:
+        raise NotImplementedError
+
+    def prepare(self, request: Any) -> Any:
+        return self._call("prepare", request)
+
+    def accept(self, request: Any) -> Any:
+        return self._call("accept", request)
+
+    def cancel(self, request: Any) -> Any:
+        return self._call("cancel", request)
+
+
 class Run(Protocol):
     def connect(self) -> Session: ...
     def close(self) -> None: ...

@@ -34,7 +34,7 @@ from typing import Any
 from intentref.core.choices import REFERENCE, Choices, chosen
 from intentref.suite.conformance._variant import BridgeReply, State, Variant, replace_choices  # noqa: F401
 from intentref.suite.conformance.capabilities import REFERENCE_CAPABILITIES
-from intentref.suite.conformance.targets import ConfigRejected, InProcessRun, Run
+from intentref.suite.conformance.targets import CallSession, ConfigRejected, InProcessRun, Run
 
 # --------------------------------------------------------------------------- the target
 
@@ -43,7 +43,7 @@ def _is_reply(value: Any) -> bool:
     return isinstance(value, dict) and value.get("kind") in ("task", "result", "error")
 
 
-class VariantSession:
+class VariantSession(CallSession):
     """A Bridge session of a variant: the reference's session with the variant's hooks around it.
 
     Like a reference session it takes and returns plain dicts, so the MCP tool layer can sit
@@ -60,12 +60,13 @@ class VariantSession:
 
     def _call(self, op: str, request: Any) -> BridgeReply:
         original = request
+        request = copy.deepcopy(request)  # the hooks may edit it; ``original`` goes to the after hooks
         answered: BridgeReply | None = None
         with chosen(self._choices):
             for variant in self._variants:
                 if variant.before is None:
                     continue
-                request = variant.before(op, copy.deepcopy(request), self._state)
+                request = variant.before(op, request, self._state)
                 if _is_reply(request):
                     answered = request
                     break
@@ -76,14 +77,6 @@ class VariantSession:
                 reply = variant.after(op, original, reply, self._state)
         return reply
 
-    def prepare(self, request: Any) -> BridgeReply:
-        return self._call("prepare", request)
-
-    def accept(self, request: Any) -> BridgeReply:
-        return self._call("accept", request)
-
-    def cancel(self, request: Any) -> BridgeReply:
-        return self._call("cancel", request)
 
     def close(self) -> None:
         with chosen(self._choices):
@@ -112,7 +105,6 @@ class VariantBridge:
 class VariantTarget:
     """The in-process reference Bridge with the decisions of ``variants`` taken their way."""
 
-    transport = "in-process"
     # Cases with runs of their own (capacity, the legacy TTLs' sleeps) may run side by side,
     # each on a Bridge of its own (D-CNF-011); the choices are per thread (a ContextVar).
     parallel_runs = 8
@@ -137,6 +129,10 @@ class VariantTarget:
     def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
         return None
 
+    def bridge_over(self, bridge: Any, bridge_options: Mapping[str, Any] | None = None) -> VariantBridge:
+        """This variant's Bridge around ``bridge``, a reference Bridge built elsewhere."""
+        return VariantBridge(bridge, self.variants, self.choices, bridge_options)
+
     def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run:
         from intentref.bridge import create_intent_bridge
         from intentref.core.errors import IntentParseError
@@ -147,9 +143,10 @@ class VariantTarget:
                 built = {}
                 for name, config in instances.items():
                     config = copy.deepcopy(config)
-                    for variant in self.variants:
-                        if variant.config is not None and isinstance(config, dict):
-                            config = variant.config(name, config)
+                    if isinstance(config, dict):  # anything else is the reference's to refuse
+                        for variant in self.variants:
+                            if variant.config is not None:
+                                config = variant.config(name, config)
                     built[name] = Intent(config)
                 bridge = create_intent_bridge({"instances": built, **bridge_options})
             except IntentParseError as exc:
@@ -158,7 +155,7 @@ class VariantTarget:
                     if variant.after is not None:
                         reply = variant.after("config", None, reply, {})
                 raise ConfigRejected(reply["error"]) from None
-        variant_bridge = VariantBridge(bridge, self.variants, self.choices, bridge_options)
+        variant_bridge = self.bridge_over(bridge, bridge_options)
         if self.envelope:
             from intentref.suite.conformance.faulty import McpModelRun
 
