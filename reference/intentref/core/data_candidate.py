@@ -220,12 +220,12 @@ def applicable_descriptions_are_checked(c: dict[str, Any], ctx: DataContext) -> 
     if ctx.definition.root_description is not None and "/data" not in checked:
         yield "/descriptionChecks", "the definition has a root description: add a descriptionCheck at /data."
     data = c.get("data")
-    if isinstance(data, dict):
+    # spec: D-DAT-002 -- each returned described field needs a check (a variant: the root only).
+    if isinstance(data, dict) and ctx.choices.field_descriptions_need_checks:
         for name in ctx.selected:
             schema = ctx.definition.field_schema(name)
             described = isinstance(schema, dict) and _is_text(schema.get("description"))
-            needed = ctx.choices.field_descriptions_need_checks  # a variant of D-DAT-002: root only
-            if needed and name in data and described and ctx.field_path(name) not in checked:
+            if name in data and described and ctx.field_path(name) not in checked:
                 yield "/descriptionChecks", f"field {name!r} has a description: add a descriptionCheck at {ctx.field_path(name)}."
 
 

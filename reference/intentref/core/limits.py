@@ -42,7 +42,12 @@ MAX_SCHEMA_DEPTH: Final = 32
 # JSON nesting of the whole definition, keyword values included: two JSON levels per schema
 # level ("properties"/name, "anyOf"/index) plus a candidate-deep value (a const) at the bottom.
 # Checked first, iteratively, so that nothing recursive ever meets a deeper definition.
-MAX_SCHEMA_JSON_DEPTH: Final = 2 * MAX_SCHEMA_DEPTH + MAX_CANDIDATE_DEPTH
+def schema_json_depth(schema_depth: int, candidate_depth: int) -> int:
+    """The JSON nesting a definition may have for these limits (D-LIM-004; see above)."""
+    return 2 * schema_depth + candidate_depth
+
+
+MAX_SCHEMA_JSON_DEPTH: Final = schema_json_depth(MAX_SCHEMA_DEPTH, MAX_CANDIDATE_DEPTH)
 MAX_SCHEMA_NODES: Final = 4_096
 MAX_TOP_LEVEL_FIELDS: Final = 256
 MAX_PATTERN_LENGTH: Final = 1_024

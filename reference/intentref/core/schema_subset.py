@@ -337,7 +337,7 @@ def _check_definition(schema: Any) -> None:
         return  # spec: R-SCH-012 -- {} means no extension fields
     chosen = choices.current()  # D-LIM-004: the resource limits in force
     # JSON nesting of the whole definition, keyword values included (see limits.MAX_SCHEMA_JSON_DEPTH).
-    _check_plain_json(schema, 2 * chosen.max_schema_depth + chosen.max_candidate_depth)
+    _check_plain_json(schema, limits.schema_json_depth(chosen.max_schema_depth, chosen.max_candidate_depth))
     if len(json.dumps(schema, ensure_ascii=False).encode("utf-8")) > chosen.max_schema_bytes:
         raise _too_large("", f"the definition is larger than {chosen.max_schema_bytes} bytes.")
     # spec: R-SCH-011 -- a non-empty root is type "object" with properties.
