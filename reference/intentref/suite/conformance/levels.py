@@ -85,7 +85,7 @@ def _breaks(outcome: Any) -> bool:
                 or (outcome.outcome == ERRORED and refused))  # fmt: skip
 
 
-def _run_variant(name: str, cases: list[Any]) -> tuple[VariantResult, dict[str, Any]]:
+def _run_variant(name: str, cases: list[Any], instances: dict[str, Any]) -> VariantResult:
     """The variant over ``cases``: the envelope cases through the MCP tool layer, the rest directly."""
     from intentref.suite.conformance import variants
     from intentref.suite.conformance.runner import execute
@@ -94,9 +94,10 @@ def _run_variant(name: str, cases: list[Any]) -> tuple[VariantResult, dict[str, 
     started = time.perf_counter()
     target = variants.target(name)
     envelope = [c for c in cases if c.transport == "mcp"]
-    outcomes = {o.case_id: o for o in execute([c for c in cases if c.transport != "mcp"], target)}
+    direct = [c for c in cases if c.transport != "mcp"]
+    outcomes = {o.case_id: o for o in execute(direct, target, instances=instances)}
     if envelope:
-        outcomes.update({o.case_id: o for o in execute(envelope, variants.target(name, envelope=True))})
+        outcomes.update({o.case_id: o for o in execute(envelope, variants.target(name, envelope=True), instances=instances)})
     taken = target.variants
     result = VariantResult(name, tuple(d for v in taken for d in v.decisions), "; ".join(v.summary for v in taken))
     for case in cases:
@@ -110,16 +111,22 @@ def _run_variant(name: str, cases: list[Any]) -> tuple[VariantResult, dict[str, 
         elif _breaks(outcome):
             result.reference_broken.append(case.id)
     result.seconds = time.perf_counter() - started
-    return result, outcomes
+    return result
 
 
 def prove(cases: Iterable[Any] | None = None, only_variants: Sequence[str] = ()) -> Proof:
     """Run every case against every variant (or the named ones) and the combined variant."""
     from intentref.suite.conformance import variants as catalogue_module
     from intentref.suite.conformance.fixtures import load_cases
+    from intentref.suite.conformance.targets import load_instances
 
     selected = list(load_cases() if cases is None else cases)
+    instances = load_instances()  # read once for every run of the proof
     catalogue = catalogue_module.catalogue()
+    variants_of: dict[str, set[str]] = {}  # decision -> the variants that take it another way
+    for variant in catalogue.values():
+        for decision in variant.decisions:
+            variants_of.setdefault(decision, set()).add(variant.name)
     names = list(only_variants) or list(catalogue)
     results: list[VariantResult] = []
     broken_by: dict[str, set[str]] = {}
@@ -127,18 +134,18 @@ def prove(cases: Iterable[Any] | None = None, only_variants: Sequence[str] = ())
         # A variant runs every normative case, and the reference cases citing its decisions.
         mine = set(catalogue[name].decisions)
         wanted = [c for c in selected if c.level == "normative" or mine & set(c.data.get("decisions", []))]
-        result, _ = _run_variant(name, wanted)
+        result = _run_variant(name, wanted, instances)
         results.append(result)
         for case_id in result.reference_broken:
             broken_by.setdefault(case_id, set()).add(name)
-    combined, _ = _run_variant("all", [c for c in selected if c.level == "normative"])
+    combined = _run_variant("all", [c for c in selected if c.level == "normative"], instances)
     unbroken: list[str] = []
     without: dict[str, list[str]] = {}
     for case in selected:
         if case.level != "reference":
             continue
         cited = list(case.data.get("decisions", []))
-        relevant = {v.name for d in cited for v in catalogue_module.variants_of(d)}
+        relevant = {name for d in cited for name in variants_of.get(d, ())}
         if not relevant:
             for decision in cited:
                 without.setdefault(decision, []).append(case.id)

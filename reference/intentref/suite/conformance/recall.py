@@ -49,9 +49,9 @@ def on_stdio_floor(case: Case, instances: Mapping[str, Any] | None = None) -> bo
     return not (isinstance(setup, dict) and "expect" in setup and not verdict_only(setup["expect"]))
 
 
-def stdio_blind_spots(cases: Iterable[Case]) -> dict[str, list[str]]:
+def stdio_blind_spots(cases: Iterable[Case], instances: Mapping[str, Any] | None = None) -> dict[str, list[str]]:
     """Requirements whose every normative case is off the stdio floor, with those cases."""
-    instances = load_instances()
+    instances = load_instances() if instances is None else instances
     cited: dict[str, list[Case]] = {}
     for case in cases:
         if case.level == "normative":
@@ -186,9 +186,10 @@ def recall(target_factory: TargetFactory | None = None, cases: list[Case] | None
 
 
 def main() -> int:
-    table = recall()
+    cases = load_cases()
+    table = recall(cases=cases)
     print(table.text())
-    blind = stdio_blind_spots(load_cases())
+    blind = stdio_blind_spots(cases)
     print(f"\nrequirements no normative case can reach over stdio with instances only ({len(blind)}):")
     for requirement, held in blind.items():
         print(f"  {requirement}: {', '.join(held)}")

@@ -205,7 +205,3 @@ def target(name: str, *, envelope: bool = False) -> VariantTarget:
     if name not in variants:
         raise KeyError(f"no decision variant {name!r}; known: all, {', '.join(variants)}")
     return VariantTarget([variants[name]], envelope=envelope)
-
-
-def variants_of(decision: str) -> list[Variant]:
-    return [v for v in catalogue().values() if decision in v.decisions]
