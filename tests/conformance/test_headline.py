@@ -83,7 +83,8 @@ def test_the_kinds_a_matcher_accepts() -> None:
     result = {"kind": "result", "result": {"intents": [{"status": "ready"}, {"status": "conditional"}]}}
     either = {"$anyOf": [{"$task": {}}, {"$error": {}}]}
     assert kind_headline(either, result, History()) == "expected a task or an error, got a result (ready, conditional)"
-    assert kind_headline({"$kindNot": "result"}, result, History()) is not None
+    assert kind_headline({"$kindNot": "result"}, result, History()) == (
+        "expected a task or an error, got a result (ready, conditional)")
     assert kind_headline({"$kindNot": "task"}, result, History()) is None
     history = History(replies=[_task({})])
     assert kind_headline({"$sameAs": 0}, result, history) == "expected a task, got a result (ready, conditional)"

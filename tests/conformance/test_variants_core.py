@@ -310,7 +310,8 @@ def test_smaller_and_larger_schema_limits() -> None:
     assert refused is not None and refused["code"] == "LIMIT_EXCEEDED"
     assert str(limits.MAX_TOP_LEVEL_FIELDS // 2) in refused["message"]
     over = with_fields(limits.MAX_TOP_LEVEL_FIELDS + 1)
-    assert config_error(None, over) is not None
+    refused_by_reference = config_error(None, over)
+    assert refused_by_reference is not None and refused_by_reference["code"] == "LIMIT_EXCEEDED"
     assert config_error("larger-limits", over) is None
 
 
