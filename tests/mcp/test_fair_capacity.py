@@ -1,13 +1,17 @@
-"""Fair capacity over HTTP, both eras: no client locks out the others (D-MCP-020, D-MCP-021).
+"""Fair capacity over HTTP, both eras, at several Bridge sizes: no client locks another out.
 
-Real servers (the console script on 127.0.0.1), real SDK clients.  In the 2026-07-28 era a
-client is its peer address, so the hoarding client connects from 127.0.0.2 (still the
-loopback interface; the server listens on 127.0.0.1 only).
+spec: D-MCP-025 (the fair share), D-MCP-026 (who a client is), D-MCP-021 (idle reclaim),
+D-MCP-020 (what a 2026-07-28 jobId grants).  Real servers (the console script on
+127.0.0.1, one per size, started together and shared by the module), real SDK clients.
+A 2026-07-28 client is its peer address with the clientInfo it declares, so clients on
+the one loopback address are told apart by the names they declare, as distinct programs
+do; the tests also show what that evidence cannot tell apart.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -18,11 +22,14 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types import Implementation
 
 from mcp_support import (
+    CONFIG,
     ERAS,
     ORDER_CORE,
     ORDER_DATA,
+    ORDER_INPUT,
     ServerProcess,
     accept,
     call,
@@ -32,101 +39,200 @@ from mcp_support import (
     script_env,
 )
 
-QUOTA = 3
-MAX_JOBS = 8  # the Bridge's own limit: without the quota one client would take all 8
-HOARDER_ADDRESS = "127.0.0.2"
+SIZES = (2, 16, 1024)
+IDLE = "idle"  # the server that reclaims jobs after 1 s without progress
+IDLE_MAX_JOBS, IDLE_PER_CLIENT = 8, 3
+OTHER_ADDRESS = "127.0.0.2"  # still the loopback interface; the servers listen on 127.0.0.1 only
+BRIDGE_FULL = "the Bridge already holds maxJobs"
+HOARD_CONCURRENCY = 32
 
 
-def start_server(config_file: Path, *flags: str) -> tuple[ServerProcess, str]:
-    server = ServerProcess(
-        "--config", str(config_file), "--http", "127.0.0.1:0", "--max-jobs", str(MAX_JOBS), *flags,
-        stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-    return server, server.wait_for_stderr(r"serving streamable HTTP at (http://\S+)").group(1)
+def share(size: int) -> int:
+    return max(1, size // 2)  # D-MCP-025, restated here so the test can disagree with the code
 
 
-@pytest.fixture
-def quota_server(config_file: Path) -> Iterator[str]:
-    server, url = start_server(config_file, "--max-jobs-per-client", str(QUOTA))
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[Any, str]]:
+    """One ``intent-runtime-mcp --http`` per size (both eras on each), plus the idle-reclaim one; started together."""
+    config_file = tmp_path_factory.mktemp("fair") / "intent-runtime.json"
+    config_file.write_text(json.dumps(CONFIG, ensure_ascii=False), encoding="utf-8")
+    flags: dict[Any, list[str]] = {size: ["--max-jobs", str(size)] for size in SIZES}
+    flags[IDLE] = ["--max-jobs", str(IDLE_MAX_JOBS), "--max-jobs-per-client", str(IDLE_PER_CLIENT),
+                   "--job-idle-seconds", "1"]  # fmt: skip
+    started = {
+        key: ServerProcess("--config", str(config_file), "--http", "127.0.0.1:0", *extra, stdin=subprocess.DEVNULL)
+        for key, extra in flags.items()
+    }
     try:
-        yield url
+        yield {key: server.wait_for_stderr(r"serving streamable HTTP at (http://\S+)").group(1)
+               for key, server in started.items()}  # fmt: skip
     finally:
-        assert server.stop() == 0, server.stderr
+        codes = {key: server.stop() for key, server in started.items()}
+        assert all(code == 0 for code in codes.values()), {k: s.stderr for k, s in started.items()}
 
 
 @contextlib.asynccontextmanager
-async def client_from(url: str, mode: str, source: str = "127.0.0.1") -> AsyncIterator[Client]:
-    """An SDK client whose TCP connections leave from ``source`` (a loopback address)."""
+async def client_from(
+    url: str, mode: str, name: str = "mcp", *, source: str = "127.0.0.1", headers: dict[str, str] | None = None
+) -> AsyncIterator[Client]:
+    """An SDK client declaring clientInfo ``name``, its TCP connections leaving from ``source``."""
     transport = httpx2.AsyncHTTPTransport(local_address=source)
     timeout = httpx2.Timeout(30.0, read=300.0)  # the SDK's own defaults (create_mcp_http_client)
     async with (
-        httpx2.AsyncClient(transport=transport, timeout=timeout) as http,
-        Client(streamable_http_client(url, http_client=http), mode=mode) as client,
+        httpx2.AsyncClient(transport=transport, timeout=timeout, headers=headers) as http,
+        Client(streamable_http_client(url, http_client=http), mode=mode,
+               client_info=Implementation(name=name, version="1.0")) as client,  # fmt: skip
     ):
         yield client
 
 
-async def hoard(client: Client) -> list[dict[str, Any]]:
-    """Prepare until refused; return the tasks held."""
-    tasks = []
-    for _ in range(MAX_JOBS + 1):
-        reply = await call(client, "intent_prepare", {"instance": "orders", "input": "查询订单 000123"})
-        if reply["kind"] != "task":
-            assert reply["error"]["code"] == "LIMIT_EXCEEDED", reply
-            assert "per-client limit" in reply["error"]["message"]
-            return tasks
-        tasks.append(reply)
-    raise AssertionError("the client was never refused")
+def limit_message(reply: dict[str, Any]) -> str:
+    assert reply["kind"] == "error" and reply["error"]["code"] == "LIMIT_EXCEEDED", reply
+    assert reply["error"]["stage"] == "bridge" and [i["path"] for i in reply["error"]["issues"]] == [None]
+    return str(reply["error"]["message"])
 
 
+async def hoard(client: Client, size: int) -> tuple[list[dict[str, Any]], str]:
+    """Prepare, several at a time, until refused: the tasks held, and the refusal's message."""
+    held: list[dict[str, Any]] = []
+    refusals: list[dict[str, Any]] = []
+
+    async def one() -> None:
+        reply = await call(client, "intent_prepare", {"instance": "orders", "input": ORDER_INPUT})
+        (held if reply["kind"] == "task" else refusals).append(reply)
+
+    for _ in range(size + 1):
+        async with anyio.create_task_group() as group:
+            for _ in range(HOARD_CONCURRENCY):
+                group.start_soon(one)
+        if refusals:
+            return held, limit_message(refusals[0])
+    raise AssertionError(f"never refused, holding {len(held)}")
+
+
+async def release(client: Client, tasks: list[dict[str, Any]]) -> None:
+    """Cancel ``tasks`` (a 2026-07-28 job has no session to end it), several at a time."""
+    limiter = anyio.CapacityLimiter(HOARD_CONCURRENCY)
+
+    async def cancel(task: dict[str, Any]) -> None:
+        async with limiter:
+            await call(client, "intent_cancel", {"jobId": task["jobId"]})
+
+    async with anyio.create_task_group() as group:
+        for task in tasks:
+            group.start_soon(cancel, task)
+
+
+async def finish(client: Client, task: dict[str, Any]) -> None:
+    data_task = await accept(client, task, ORDER_CORE)
+    assert data_task["kind"] == "task" and data_task["stage"] == "data", data_task
+    final = await accept(client, data_task, ORDER_DATA)
+    assert final["kind"] == "result" and final["result"]["data"] == {"orderId": "000123"}, final
+
+
+@pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize(("mode", "version"), ERAS)
-def test_a_hoarding_client_does_not_lock_out_another(quota_server: str, mode: str, version: str) -> None:
-    """While one client holds all it can, another's full flow completes; the first's jobs still work."""
-    hoarder_source = HOARDER_ADDRESS if version == "2026-07-28" else "127.0.0.1"
+def test_a_hoarder_never_locks_another_client_out(servers: dict[Any, str], size: int, mode: str, version: str) -> None:
+    """While one client holds all it can, another's whole seed order flow completes; the hoarder's jobs still work."""
+    url = servers[size]
 
     async def main() -> None:
-        async with client_from(quota_server, mode, hoarder_source) as hoarder:
+        async with client_from(url, mode, "hoarder") as hoarder:
             assert hoarder.protocol_version == version
-            held = await hoard(hoarder)
-            assert len(held) == QUOTA
-            async with client_from(quota_server, mode) as other:
-                await order_flow(other)
-                await order_flow(other)  # the quota is per client, and the other's jobs ended
-            # The hoarder's own jobs keep working while it stays active.
-            for task in held:
-                data_task = await accept(hoarder, task, ORDER_CORE)
-                assert data_task["kind"] == "task" and data_task["stage"] == "data", data_task
-                final = await accept(hoarder, data_task, ORDER_DATA)
-                assert final["kind"] == "result", final
-            # Finished jobs no longer count: it may prepare again.
-            assert len(await hoard(hoarder)) == QUOTA
+            held, refused = await hoard(hoarder, size)
+            try:
+                assert len(held) == share(size)
+                assert "per-client limit" in refused and BRIDGE_FULL not in refused
+                async with client_from(url, mode, "another") as other:
+                    await order_flow(other)
+                    await order_flow(other)  # its finished jobs no longer count
+                    if size > 2:
+                        # Past the half mark, a client already holding a job may not start another.
+                        mine = await prepare_order(other)
+                        assert "past the half mark" in limit_message(
+                            await call(other, "intent_prepare", {"instance": "orders", "input": ORDER_INPUT})
+                        )
+                        await finish(other, mine)
+                # The hoarder's own jobs go on as usual, and a finished one frees its share.
+                for task in {id(t): t for t in (held[0], held[-1])}.values():
+                    await finish(hoarder, task)
+                    held.remove(task)
+                held.append(await prepare_order(hoarder))
+            finally:
+                if version == "2026-07-28":  # a handshake session's end releases its jobs (R-LIF-012)
+                    await release(hoarder, held)
 
     anyio.run(main)
 
 
 @pytest.mark.parametrize(("mode", "version"), ERAS)
-def test_cancelling_frees_quota(quota_server: str, mode: str, version: str) -> None:
+def test_at_two_slots_two_holders_fill_the_bridge(servers: dict[Any, str], mode: str, version: str) -> None:
+    """The guarantee's edge (D-MCP-025): ceil(M/2) + 1 other clients holding jobs lock a newcomer out."""
+
     async def main() -> None:
-        async with client_from(quota_server, mode) as client:
-            held = await hoard(client)
-            cancelled = await call(client, "intent_cancel", {"jobId": held[0]["jobId"]})
-            assert cancelled["kind"] == "error" and cancelled["error"]["code"] == "MODEL_ABORTED", cancelled
-            await prepare_order(client)  # room for exactly one more
-            refused = await call(client, "intent_prepare", {"instance": "orders", "input": "x"})
-            assert refused["kind"] == "error" and refused["error"]["code"] == "LIMIT_EXCEEDED"
+        async with client_from(servers[2], mode, "first") as first, client_from(servers[2], mode, "second") as second:
+            one, two = await prepare_order(first), await prepare_order(second)
+            try:
+                async with client_from(servers[2], mode, "third") as third:
+                    full = await call(third, "intent_prepare", {"instance": "orders", "input": ORDER_INPUT})
+                    assert BRIDGE_FULL in limit_message(full)
+            finally:
+                await release(first, [one])
+                await release(second, [two])
+
+    anyio.run(main)
+
+
+def test_a_2026_client_is_its_address_and_its_declared_client_info(servers: dict[Any, str]) -> None:
+    """D-MCP-026: what tells 2026-07-28 clients apart on one host, and what does not."""
+    url = servers[16]
+
+    async def main() -> None:
+        async with client_from(url, "auto", "hoarder") as hoarder:
+            held, refused = await hoard(hoarder, 16)
+            try:
+                assert "the 2026-07-28 client at 127.0.0.1 (clientInfo 'hoarder' '1.0')" in refused
+                # Another program on the same address, and the same program on another address: other clients.
+                for name, source in (("another", "127.0.0.1"), ("hoarder", OTHER_ADDRESS)):
+                    async with client_from(url, "auto", name, source=source) as other:
+                        await order_flow(other)
+                # The same name from the same address is the same client: a second instance of one
+                # program shares its quota.  A forwarded-for header changes nothing: it is not evidence.
+                for headers in (None, {"X-Forwarded-For": "10.9.8.7", "Forwarded": "for=10.9.8.7"}):
+                    async with client_from(url, "auto", "hoarder", headers=headers) as same:
+                        again = await call(same, "intent_prepare", {"instance": "orders", "input": ORDER_INPUT})
+                        assert "per-client limit" in limit_message(again)
+            finally:
+                await release(hoarder, held)
 
     anyio.run(main)
 
 
 @pytest.mark.parametrize(("mode", "version"), ERAS)
-def test_jobs_without_progress_are_reclaimed(config_file: Path, mode: str, version: str) -> None:
+def test_cancelling_frees_the_share(servers: dict[Any, str], mode: str, version: str) -> None:
+    async def main() -> None:
+        async with client_from(servers[16], mode) as client:
+            held, _ = await hoard(client, 16)
+            try:
+                cancelled = await call(client, "intent_cancel", {"jobId": held.pop()["jobId"]})
+                assert cancelled["kind"] == "error" and cancelled["error"]["code"] == "MODEL_ABORTED", cancelled
+                held.append(await prepare_order(client))  # room for exactly one more
+                refused = await call(client, "intent_prepare", {"instance": "orders", "input": "x"})
+                assert "per-client limit" in limit_message(refused)
+            finally:
+                await release(client, held)
+
+    anyio.run(main)
+
+
+@pytest.mark.parametrize(("mode", "version"), ERAS)
+def test_jobs_without_progress_are_reclaimed(servers: dict[Any, str], mode: str, version: str) -> None:
     """An abandoned job is cancelled after --job-idle-seconds; its client reads how it ended."""
-    server, url = start_server(config_file, "--max-jobs-per-client", str(QUOTA), "--job-idle-seconds", "1")
 
     async def main() -> None:
-        async with client_from(url, mode) as client:
-            held = await hoard(client)
-            assert len(held) == QUOTA
+        async with client_from(servers[IDLE], mode, f"idle-{version}") as client:
+            held, refused = await hoard(client, IDLE_MAX_JOBS)
+            assert len(held) == IDLE_PER_CLIENT and f"per-client limit ({IDLE_PER_CLIENT} of" in refused
             await anyio.sleep(0.6)
             kept = await accept(client, held[0], ORDER_CORE)  # progress: this job stays
             assert kept["kind"] == "task", kept
@@ -137,37 +243,57 @@ def test_jobs_without_progress_are_reclaimed(config_file: Path, mode: str, versi
             assert "no progress for 1 s" in late["error"]["message"] + str(late["error"].get("issues"))
             final = await accept(client, kept, ORDER_DATA)
             assert final["kind"] == "result", final
-            assert (await accept(client, fresh, ORDER_CORE))["kind"] == "task"
+            await release(client, [fresh])
 
-    try:
-        anyio.run(main)
-    finally:
-        assert server.stop() == 0, server.stderr
+    anyio.run(main)
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([script(), *args], stdin=subprocess.DEVNULL, capture_output=True, env=script_env(),
+                          timeout=30)  # fmt: skip
 
 
 def test_http_only_flags_are_refused_for_stdio(config_file: Path) -> None:
-    """spec: D-MCP-021 -- the quota and idle limit are HTTP options; over stdio they are a usage error."""
+    """spec: D-MCP-021 -- the share and idle limit are HTTP options; over stdio they are a usage error."""
     for flag, value in (("--max-jobs-per-client", "3"), ("--job-idle-seconds", "1")):
-        done = subprocess.run(
-            [script(), "--config", str(config_file), flag, value],
-            stdin=subprocess.DEVNULL, capture_output=True, env=script_env(), timeout=30,
-        )  # fmt: skip
+        done = run_cli("--config", str(config_file), flag, value)
         assert done.returncode == 2
         assert done.stderr.decode() == f"intent-runtime-mcp: error: {flag} applies to --http only; stdio has one client.\n"
 
 
-def test_a_stateless_job_id_is_a_bearer_capability_for_that_job_only(quota_server: str) -> None:
+@pytest.mark.parametrize(
+    ("flags", "value", "slots", "most"),
+    [((), "513", 1024, 512), (("--max-jobs", "16"), "9", 16, 8), (("--max-jobs", "16"), "0", 16, 8),
+     (("--max-jobs", "64", "--max-replay-entries", "10"), "6", 10, 5), (("--max-jobs", "1"), "2", 1, 1)],
+)  # fmt: skip
+def test_a_per_client_limit_above_the_share_is_refused_at_start(
+    flags: tuple[str, ...], value: str, slots: int, most: int
+) -> None:
+    """spec: D-MCP-025 -- one line, status 2, before the configuration is even read (the file does not exist)."""
+    done = run_cli("--config", "/nonexistent/instances.json", "--http", "127.0.0.1:0", *flags,
+                   "--max-jobs-per-client", value)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == b""
+    assert done.stderr.decode() == (
+        f"intent-runtime-mcp: configuration fault: --max-jobs-per-client: CONFIG_INVALID: {value} is not a "
+        f"per-client limit for a Bridge of {slots} job slots: it must be from 1 to {most}, since no client may "
+        "hold more than half of them (D-MCP-025); raise --max-jobs for more.\n"
+    )
+
+
+def test_a_stateless_job_id_is_a_bearer_capability_for_that_job_only(servers: dict[Any, str]) -> None:
     """spec: D-MCP-020 -- in the 2026-07-28 era a jobId (with its stepToken) is what grants a job.
 
     Another client presenting it acts on that job; a made-up or altered id reaches nothing,
     and a jobId never reaches another job.
     """
+    url = servers[16]
 
     async def main() -> None:
-        async with client_from(quota_server, "auto", HOARDER_ADDRESS) as owner:
+        async with client_from(url, "auto", "owner") as owner:
             first = await prepare_order(owner)
             second = await prepare_order(owner)
-        async with client_from(quota_server, "auto") as stranger:
+        async with client_from(url, "auto", "stranger", source=OTHER_ADDRESS) as stranger:
             altered = first["jobId"][:-1] + ("A" if first["jobId"][-1] != "A" else "B")
             for job_id in (altered, "x" * 22):
                 missing = await call(stranger, "intent_cancel", {"jobId": job_id})
@@ -178,7 +304,8 @@ def test_a_stateless_job_id_is_a_bearer_capability_for_that_job_only(quota_serve
             # ...and only that job: the second is untouched by it.
             cancelled = await call(stranger, "intent_cancel", {"jobId": first["jobId"]})
             assert cancelled["error"]["code"] == "MODEL_ABORTED"
-        async with client_from(quota_server, "auto", HOARDER_ADDRESS) as owner:
+        async with client_from(url, "auto", "owner") as owner:
             assert (await accept(owner, second, ORDER_CORE))["kind"] == "task"
+            await release(owner, [second])
 
     anyio.run(main)

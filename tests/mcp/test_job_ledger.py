@@ -1,4 +1,5 @@
-"""The fair-capacity ledger against a real Bridge (D-MCP-021): what counts as progress, what ends a job."""
+"""The fair-capacity ledger against a real Bridge: the fair share (D-MCP-025), what counts as progress
+and what ends a job (D-MCP-021)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import Any
 
 from intentref import Intent
 from intentref.bridge import create_intent_bridge
-from intentref.mcp.capacity import JobLedger
+from intentref.mcp.capacity import Client, FairShare, JobLedger
 from intentref.mcp.server import call_intent_tool
 from mcp_support import CONFIG, ORDER_CORE, ORDER_DATA, ORDER_INPUT, text
 
@@ -19,14 +20,18 @@ class Clock:
         return self.now
 
 
-def setup(quota: int = 2, idle: float = 10.0) -> tuple[Any, Any, JobLedger, Clock]:
+ME, OTHER = Client("me", "me"), Client("other", "other")
+
+
+def setup(quota: int = 2, idle: float = 10.0, max_jobs: int = 1024) -> tuple[Any, Any, JobLedger, Clock]:
     instances = {name: Intent(config) for name, config in CONFIG["instances"].items()}
-    bridge = create_intent_bridge({"instances": instances})
+    bridge = create_intent_bridge({"instances": instances, "maxJobs": max_jobs})
     clock = Clock()
-    return bridge, bridge.connect(), JobLedger(quota, idle, clock=clock), clock
+    ledger = JobLedger(FairShare.of(max_jobs, quota), lambda: bridge.stats()["activeJobs"], idle, clock=clock)
+    return bridge, bridge.connect(), ledger, clock
 
 
-def run(ledger: JobLedger, session: Any, tool: str, arguments: dict[str, Any], owner: Any = "me") -> dict[str, Any]:
+def run(ledger: JobLedger, session: Any, tool: str, arguments: dict[str, Any], owner: Client = ME) -> dict[str, Any]:
     ledger.reclaim_idle()
     if tool == "intent_prepare" and (refusal := ledger.refusal(owner)) is not None:
         return refusal
@@ -35,7 +40,7 @@ def run(ledger: JobLedger, session: Any, tool: str, arguments: dict[str, Any], o
     return reply
 
 
-def prepare(ledger: JobLedger, session: Any, owner: Any = "me") -> dict[str, Any]:
+def prepare(ledger: JobLedger, session: Any, owner: Client = ME) -> dict[str, Any]:
     return run(ledger, session, "intent_prepare", {"instance": "orders", "input": ORDER_INPUT}, owner)
 
 
@@ -50,13 +55,13 @@ def test_the_quota_counts_active_jobs_only() -> None:
     refused = prepare(ledger, session)
     assert refused["kind"] == "error" and refused["error"]["code"] == "LIMIT_EXCEEDED"
     assert "per-client limit" in refused["error"]["message"]
-    assert prepare(ledger, session, owner="someone else")["kind"] == "task"  # the quota is per owner
+    assert prepare(ledger, session, owner=OTHER)["kind"] == "task"  # the quota is per owner
     data_task = accept(ledger, session, first, text(ORDER_CORE))
-    assert ledger.held_by("me") == 2  # a new task is still the same active job
+    assert ledger.held_by(ME) == 2  # a new task is still the same active job
     assert accept(ledger, session, data_task, text(ORDER_DATA))["kind"] == "result"
-    assert ledger.held_by("me") == 1
+    assert ledger.held_by(ME) == 1
     run(ledger, session, "intent_cancel", {"jobId": second["jobId"]})
-    assert ledger.held_by("me") == 0
+    assert ledger.held_by(ME) == 0
 
 
 def test_only_progress_on_the_current_step_keeps_a_job_alive() -> None:
@@ -91,10 +96,10 @@ def test_a_closed_session_leaves_the_ledger() -> None:
     bridge, session, ledger, _ = setup()
     prepare(ledger, session)
     other = bridge.connect()
-    prepare(ledger, other, owner="other")
+    prepare(ledger, other, owner=OTHER)
     session.close()
     ledger.forget_session(session)
-    assert ledger.held_by("me") == 0 and ledger.held_by("other") == 1
+    assert ledger.held_by(ME) == 0 and ledger.held_by(OTHER) == 1
     assert ledger.reclaim_idle() == 0
 
 
@@ -102,6 +107,6 @@ def test_another_sessions_job_id_changes_nothing() -> None:
     bridge, session, ledger, _ = setup()
     job = prepare(ledger, session)
     stranger = bridge.connect()
-    refused = run(ledger, stranger, "intent_cancel", {"jobId": job["jobId"]}, owner="stranger")
+    refused = run(ledger, stranger, "intent_cancel", {"jobId": job["jobId"]}, owner=Client("stranger", "stranger"))
     assert refused["error"]["code"] == "BRIDGE_JOB_NOT_FOUND"
-    assert ledger.held_by("me") == 1
+    assert ledger.held_by(ME) == 1

@@ -26,7 +26,7 @@ from intentref.mcp.server import (
     serve_intent_mcp_http,
     tool_result,
 )
-from mcp_support import CONFIG, ERAS, ORDER_CORE, accept, call, order_flow, prepare_order
+from mcp_support import CONFIG, ERAS, ORDER_CORE, accept, order_flow, prepare_order
 
 TASK = {
     "kind": "task", "jobId": "j", "stepToken": "t", "stage": "data", "instructions": "i",
@@ -251,35 +251,72 @@ def test_serve_intent_mcp_http_in_process() -> None:
     anyio.run(main)
 
 
-@pytest.mark.parametrize("enabled", [True, False], ids=["bench-env", "no-env"])
-def test_benchmark_floors_exist_only_under_their_variable(enabled: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    """D-MCP-015: bench_noop and bench_replay are served only with INTENTREF_BENCH_NOOP_TOOL=1."""
-    from intentref.mcp.server import BENCH_NOOP_ENV, BENCH_NOOP_TOOL, BENCH_REPLAY_TOOL
+def test_extra_tools_are_served_beside_the_three() -> None:
+    """The public building API adds tools (D-MCP-015); they never shadow an intent tool."""
+    from intentref.mcp.server import ExtraTool
 
-    if enabled:
-        monkeypatch.setenv(BENCH_NOOP_ENV, "1")
-    else:
-        monkeypatch.delenv(BENCH_NOOP_ENV, raising=False)
+    config, _ = _config()
+    echo = ExtraTool(
+        {"name": "echo", "description": "Returns its arguments.", "inputSchema": {"type": "object"}},
+        lambda arguments: tool_result({"kind": "result", "result": dict(arguments or {})}),
+    )
+    broken = ExtraTool(
+        {"name": "broken", "description": "Fails.", "inputSchema": {"type": "object"}},
+        lambda arguments: 1 / 0,  # type: ignore[arg-type,return-value]
+    )
+
+    async def main() -> None:
+        async with create_client_server_memory_streams() as (client_streams, server_streams):
+            service = await serve_intent_mcp(config, transport=server_streams, extra_tools=[echo, broken])
+            try:
+                async with Client(_transport(client_streams)) as client:
+                    names = [tool.name for tool in (await client.list_tools()).tools]
+                    assert names == [*(t["name"] for t in MCP_TOOLS), "echo", "broken"]
+                    echoed = await client.session.call_tool("echo", {"said": "hi"})
+                    assert echoed.structured_content == {"kind": "result", "result": {"said": "hi"}}
+                    failed = await client.session.call_tool("broken", {})
+                    assert failed.is_error and failed.structured_content["error"]["code"] == "INTERNAL_ERROR"
+                    await order_flow(client)  # the intent tools are untouched
+            finally:
+                await service.close()
+        for clash in ("intent_accept", "echo"):
+            taken = ExtraTool({"name": clash, "description": "", "inputSchema": {"type": "object"}}, echo.call)
+            with pytest.raises(ValueError, match="already served"):
+                await serve_intent_mcp(config, transport=("unused", "unused"), extra_tools=[echo, taken])
+
+    anyio.run(main)
+
+
+def test_the_production_server_has_no_benchmark_tools(monkeypatch: pytest.MonkeyPatch) -> None:
+    """D-MCP-015: no environment switch adds the benchmark floors; only devtools' own server has them."""
+    from intentref.devtools.bench_mcp import BENCH_NOOP_TOOL, BENCH_REPLAY_TOOL, bench_tools
+
+    monkeypatch.setenv("INTENTREF_BENCH_NOOP_TOOL", "1")  # the switch it used to read
     config, _ = _config()
 
     async def main() -> None:
         async with _in_memory(config) as (streams, _service), Client(_transport(streams)) as client:
-            names = {tool.name for tool in (await client.list_tools()).tools}
-            assert (BENCH_NOOP_TOOL in names) is enabled
-            assert (BENCH_REPLAY_TOOL in names) is enabled
-            task = await prepare_order(client)
-            data = await accept(client, task, ORDER_CORE)
-            await call(client, "intent_cancel", {"jobId": data["jobId"]})  # not a task: not kept
-            replayed = await client.session.call_tool(BENCH_REPLAY_TOOL, {"ignored": True})
-            noop = await client.session.call_tool(BENCH_NOOP_TOOL, {})
-            if enabled:
-                # The last task result again, byte for byte, without a new step.
-                assert replayed.structured_content == data
-                assert replayed.content[0].text == json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-                assert noop.structured_content == {"kind": "result", "result": {}}
-            else:
-                for result in (replayed, noop):
-                    assert result.is_error
-                    assert result.structured_content["error"]["code"] == "BRIDGE_TOOL_NOT_FOUND"
+            assert [tool.name for tool in (await client.list_tools()).tools] == [t["name"] for t in MCP_TOOLS]
+            refused = await client.session.call_tool(BENCH_NOOP_TOOL, {})
+            assert refused.structured_content["error"]["code"] == "BRIDGE_TOOL_NOT_FOUND"
+        async with create_client_server_memory_streams() as (client_streams, server_streams):
+            tools = bench_tools(config["instances"])
+            service = await serve_intent_mcp(config, transport=server_streams, extra_tools=tools)
+            try:
+                async with Client(_transport(client_streams)) as client:
+                    task = await prepare_order(client)
+                    data = await accept(client, task, ORDER_CORE)
+                    replayed = await client.session.call_tool(BENCH_REPLAY_TOOL, {"ignored": True})
+                    noop = await client.session.call_tool(BENCH_NOOP_TOOL, {})
+                    # A data task of the same shape and size as a real accept's, built at start.
+                    replay = replayed.structured_content
+                    assert {k: v for k, v in replay.items() if k not in ("jobId", "stepToken")} == {
+                        k: v for k, v in data.items() if k not in ("jobId", "stepToken")
+                    }
+                    assert len(replayed.content[0].text) == len(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+                    assert noop.structured_content == {"kind": "result", "result": {}}
+                    assert service.bridge.stats()["activeJobs"] == 1  # type: ignore[attr-defined]  # neither touched it
+            finally:
+                await service.close()
 
     anyio.run(main)

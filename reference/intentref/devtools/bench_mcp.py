@@ -1,9 +1,17 @@
 """MCP benchmark: an ``intent_accept`` round trip against a no-op tool, same server, same run.
 
-One ``intent-runtime-mcp`` process serves stdio with ``INTENTREF_BENCH_NOOP_TOOL=1`` (D-MCP-015),
-so besides the three intent tools it serves ``bench_noop``, which returns a fixed tiny result
-without touching the Bridge.  The SDK's own ``mcp.Client`` drives it over stdio in both eras
-the SDK offers (the 2026-07-28 default and the 2025 handshake), one connection per era:
+The server is the reference's own, built by ``intentref.mcp.server`` with two tools added
+through its public ``extra_tools`` (D-MCP-015): ``python -m intentref.devtools.bench_mcp
+--config FILE`` serves stdio like ``intent-runtime-mcp --config FILE``, plus
+
+* ``bench_noop``, which returns a fixed tiny result without touching the Bridge, and
+* ``bench_replay``, which returns a data-task result built once at start (the seed's order
+  job, prepared and its core candidate accepted on a Bridge of its own), so it carries the
+  same bytes both ways as the measured ``intent_accept`` without any Bridge work.
+
+The production command serves neither, whatever its environment.  The SDK's own
+``mcp.Client`` drives this server over stdio in both eras the SDK offers (the 2026-07-28
+default and the 2025 handshake), one connection per era:
 
 * ours: ``intent_accept`` of seed 000's core candidate on a freshly prepared job, which yields
   the data task (the jobs are prepared before the timed loop and cancelled after it);
@@ -11,33 +19,97 @@ the SDK offers (the 2026-07-28 default and the 2025 handshake), one connection p
   serialisation, the pipe, the SDK's dispatch, the reply's parsing).
 
 The ratio is what the adapter and the Bridge add to a tool call.  Target: at most 1.25x.
-
-A second, diagnostic floor is printed beside it: ``bench_replay`` with the same arguments,
-which sends the last task result again without the Bridge -- the same bytes both ways as
-the measured call, so what is left of that ratio is the Bridge's and the adapter's work alone
-(the gap between the two floors is the protocol's own cost of carrying a data task, printed
-as the replay-to-no-op ratio: when it is near the target, no Bridge can meet the target).
+The diagnostic ratio against ``bench_replay`` is what is left once the protocol's own cost
+of carrying a data task is in the floor too (printed as the replay-to-no-op ratio: when it
+is near the target, no Bridge can meet the target).
 """
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import json
 import os
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
 from intentref.devtools.examples import ORDER_CORE, ORDER_INPUT, ORDER_SCHEMA
 from intentref.devtools.figure import Figure
-from intentref.mcp.server import BENCH_NOOP_ENV, BENCH_NOOP_TOOL, BENCH_REPLAY_TOOL
+
+if TYPE_CHECKING:
+    from intentref.mcp.server import ExtraTool
 
 TARGET = 1.25
 ERAS = (("auto", "2026-07-28"), ("legacy", "2025 handshake"))
 CORE_TEXT = json.dumps(ORDER_CORE, ensure_ascii=False, separators=(",", ":"))
+BENCH_INSTANCE: Final = "orders"
+BENCH_NOOP_TOOL: Final = "bench_noop"
+BENCH_REPLAY_TOOL: Final = "bench_replay"
+_NOOP_REPLY: Final[dict[str, Any]] = {"kind": "result", "result": {}}
+
+
+# --------------------------------------------------------------------------- the bench server
+
+
+def bench_tools(instances: Mapping[str, Any], instance: str = BENCH_INSTANCE) -> list[ExtraTool]:
+    """The two floors as ``ExtraTool``s over ``instances`` (D-MCP-015)."""
+    from intentref.bridge import create_intent_bridge, retained_json
+    from intentref.mcp.server import MCP_TOOLS, ExtraTool, tool_result
+
+    noop_result = tool_result(dict(_NOOP_REPLY))
+    bridge = create_intent_bridge({"instances": dict(instances)})
+    try:
+        session = bridge.connect()
+        task = session.prepare({"instance": instance, "input": ORDER_INPUT})
+        data_task = session.accept({"jobId": task["jobId"], "stepToken": task["stepToken"], "candidateText": CORE_TEXT})
+        if data_task.get("kind") != "task" or data_task.get("stage") != "data":
+            raise RuntimeError(f"the seed core candidate did not give a data task: {data_task}")
+        replay_result = tool_result(data_task, retained_json(data_task))
+    finally:
+        bridge.close()
+    return [
+        ExtraTool(
+            {"name": BENCH_NOOP_TOOL, "description": "Benchmark floor: does nothing, returns a fixed result.",
+             "inputSchema": {"type": "object"}},
+            lambda arguments: noop_result,
+        ),
+        ExtraTool(
+            {"name": BENCH_REPLAY_TOOL, "description": "Benchmark floor: returns a data-task result built at start.",
+             "inputSchema": {"type": "object"}, "outputSchema": MCP_TOOLS[0]["outputSchema"]},
+            lambda arguments: replay_result,
+        ),
+    ]  # fmt: skip
+
+
+async def _serve(config_file: str) -> None:
+    from intentref.mcp.cli import dispose_instances, load_instances
+    from intentref.mcp.server import serve_intent_mcp
+
+    instances = load_instances(config_file)
+    try:
+        service = await serve_intent_mcp({"instances": instances}, extra_tools=bench_tools(instances))
+        try:
+            await service.wait_closed()
+        finally:
+            await service.close()
+    finally:
+        dispose_instances(instances)
+
+
+def serve_main(argv: Sequence[str] | None = None) -> int:
+    """``python -m intentref.devtools.bench_mcp --config FILE``: the bench server over stdio, until end of input."""
+    parser = argparse.ArgumentParser(prog="python -m intentref.devtools.bench_mcp")
+    parser.add_argument("--config", required=True, metavar="FILE")
+    asyncio.run(_serve(parser.parse_args(argv).config))
+    return 0
+
+
+# --------------------------------------------------------------------------- the measurement
 
 
 def _reply(result: Any) -> dict[str, Any]:
@@ -60,19 +132,18 @@ async def _measure(config_file: Path, mode: str, smoke: bool) -> tuple[float, fl
     from mcp import Client, StdioServerParameters
 
     batch, rounds = (10, 2) if smoke else (200, 9)
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "intentref.mcp.cli", "--config", str(config_file)],
-        env={**os.environ, BENCH_NOOP_ENV: "1"},
+    params = StdioServerParameters(  # the whole environment, so the server imports intentref as we do
+        command=sys.executable, args=["-m", "intentref.devtools.bench_mcp", "--config", str(config_file)],
+        env=dict(os.environ),
     )
     async with Client(params, mode=mode) as client:
         listed = await client.list_tools()  # the client caches output schemas from here on
         if BENCH_NOOP_TOOL not in [tool.name for tool in listed.tools]:
-            raise RuntimeError(f"the server did not register {BENCH_NOOP_TOOL} ({BENCH_NOOP_ENV}=1)")
+            raise RuntimeError(f"the bench server did not serve {BENCH_NOOP_TOOL}")
 
         async def prepare() -> dict[str, Any]:
             reply = _reply(
-                await client.call_tool("intent_prepare", {"instance": "orders", "input": ORDER_INPUT})
+                await client.call_tool("intent_prepare", {"instance": BENCH_INSTANCE, "input": ORDER_INPUT})
             )
             if reply.get("kind") != "task" or reply.get("stage") != "core":
                 raise RuntimeError(f"intent_prepare did not give a core task: {reply}")
@@ -97,7 +168,7 @@ async def _measure(config_file: Path, mode: str, smoke: bool) -> tuple[float, fl
             return seconds
 
         async def replay_round() -> float:
-            # Same arguments as an accept; replies the data task the last accept gave.
+            # Same arguments as an accept; replies a data task of the same size.
             args = {"jobId": "-", "stepToken": "-", "candidateText": CORE_TEXT}
             seconds, results = await _timed([lambda: client.call_tool(BENCH_REPLAY_TOOL, args)] * batch)
             if any(_reply(result).get("stage") != "data" for result in results):
@@ -116,7 +187,6 @@ async def _measure(config_file: Path, mode: str, smoke: bool) -> tuple[float, fl
         same_bytes: list[float] = []
         for index in range(rounds + 1):
             # Alternate which side goes first, so drift within a round favours neither.
-            # bench_replay follows an accept round: it repeats that round's last data task.
             if index % 2:
                 floor.append(await noop_round())
                 ours.append(await accept_round())
@@ -134,7 +204,7 @@ def bench_accept_round_trip(smoke: bool = False, mode: str = "auto", era: str = 
 
     with tempfile.TemporaryDirectory(prefix="intentref-bench-mcp-") as directory:
         config_file = Path(directory) / "instances.json"
-        config = {"instances": {"orders": {"language": "zh-CN", "schema": ORDER_SCHEMA}}}
+        config = {"instances": {BENCH_INSTANCE: {"language": "zh-CN", "schema": ORDER_SCHEMA}}}
         config_file.write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")
         ours, floor, same_bytes = anyio.run(_measure, config_file, mode, smoke)
     return Figure(
@@ -144,7 +214,7 @@ def bench_accept_round_trip(smoke: bool = False, mode: str = "auto", era: str = 
         "s/call",
         TARGET,
         f"mcp.Client over stdio ({era}): intent_accept of the seed core candidate (-> data task) "
-        f"vs {BENCH_NOOP_TOOL} on the same intent-runtime-mcp process; diagnostic: vs {BENCH_REPLAY_TOOL} "
+        f"vs {BENCH_NOOP_TOOL} on the same reference server process; diagnostic: vs {BENCH_REPLAY_TOOL} "
         f"(same bytes both ways, {same_bytes * 1e3:.3f} ms/call) {ours / same_bytes:.2f}x; "
         f"{BENCH_REPLAY_TOOL} alone is {same_bytes / floor:.2f}x {BENCH_NOOP_TOOL} (the SDK carrying the "
         "data task, before any Bridge work)",
@@ -153,3 +223,7 @@ def bench_accept_round_trip(smoke: bool = False, mode: str = "auto", era: str = 
 
 def figures(smoke: bool) -> list[Figure]:
     return [bench_accept_round_trip(smoke, mode, era) for mode, era in ERAS]
+
+
+if __name__ == "__main__":  # pragma: no cover - the bench server's own process
+    sys.exit(serve_main())

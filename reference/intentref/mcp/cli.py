@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import Any, Final, NoReturn
 
 from intentref.core import jsonpointer
-from intentref.mcp.capacity import DEFAULT_JOB_IDLE_SECONDS, DEFAULT_MAX_JOBS_PER_CLIENT
+from intentref.core.limits import DEFAULT_MAX_JOBS, DEFAULT_MAX_REPLAY_ENTRIES, MAX_OPTION_VALUE
+from intentref.mcp.capacity import DEFAULT_JOB_IDLE_SECONDS, per_client_fault
 
 PROG: Final = "intent-runtime-mcp"
 CONFIG_KEYS: Final = frozenset({"instances"})  # spec: R-SRV-010 -- only instances is read
@@ -154,7 +155,8 @@ def _parser() -> argparse.ArgumentParser:
         "--max-jobs-per-client",
         type=_count,
         metavar="N",
-        help=f"HTTP: active jobs one client may hold (default {DEFAULT_MAX_JOBS_PER_CLIENT}; 0: no limit; D-MCP-021)",
+        help="HTTP: active jobs one client may hold, from 1 to half of the Bridge's job slots "
+        "(default: half, at least 1; D-MCP-025)",
     )
     parser.add_argument(
         "--job-idle-seconds",
@@ -295,12 +297,12 @@ def load_instances(file: str) -> dict[str, Any]:
                 # A backstop: MAX_CONFIG_DEPTH keeps every document the core walks shallow.
                 raise ConfigFault(file, pointer, "LIMIT_EXCEEDED", depth_fault) from None
     except BaseException:
-        _dispose(instances)
+        dispose_instances(instances)
         raise
     return instances
 
 
-def _dispose(instances: Mapping[str, Any]) -> None:
+def dispose_instances(instances: Mapping[str, Any]) -> None:
     for intent in instances.values():
         try:
             intent.dispose()
@@ -369,6 +371,23 @@ async def _serve(
             loop.remove_signal_handler(signum)
 
 
+def _per_client_fault(args: argparse.Namespace) -> ConfigFault | None:
+    """D-MCP-025: --max-jobs-per-client above half of the Bridge's job slots, found before any work.
+
+    The slots are what the Bridge will have: the smaller of maxJobs and maxReplayEntries,
+    from their flags or the Bridge's defaults.  A flag the Bridge will refuse anyway is left
+    to that refusal (D-MCP-013), which names the flag itself.
+    """
+    slots = min(
+        DEFAULT_MAX_JOBS if args.maxJobs is None else args.maxJobs,
+        DEFAULT_MAX_REPLAY_ENTRIES if args.maxReplayEntries is None else args.maxReplayEntries,
+    )
+    if not 1 <= slots <= MAX_OPTION_VALUE:
+        return None
+    message = per_client_fault(args.max_jobs_per_client, slots)
+    return None if message is None else ConfigFault("--max-jobs-per-client", None, "CONFIG_INVALID", message)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     try:
@@ -381,7 +400,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_CONFIG
     http_options: dict[str, Any] = {}
     if args.max_jobs_per_client is not None:
-        http_options["max_jobs_per_client"] = args.max_jobs_per_client or None  # 0: no limit
+        if (fault := _per_client_fault(args)) is not None:
+            print(fault.line(), file=sys.stderr)
+            return EXIT_CONFIG
+        http_options["max_jobs_per_client"] = args.max_jobs_per_client
     if args.job_idle_seconds is not None:
         http_options["job_idle_seconds"] = args.job_idle_seconds or None  # 0: never
     if args.http is not None and not is_loopback(args.http[0]):
@@ -411,7 +433,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     def abandon(code: int) -> NoReturn:
         # Leave without the event loop's own teardown, which would cancel and await every
         # remaining SDK task: release what the command built, flush, and end the process.
-        _dispose(instances)
+        dispose_instances(instances)
         logging.shutdown()
         sys.stderr.flush()
         os._exit(code)
@@ -421,7 +443,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # a second Ctrl-C while stopping
         return EXIT_OK
     finally:
-        _dispose(instances)  # the command built them, so it releases them (seed 000 "MCP 服务")
+        dispose_instances(instances)  # the command built them, so it releases them (seed 000 "MCP 服务")
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m intentref.mcp.cli`

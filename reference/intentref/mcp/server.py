@@ -15,9 +15,9 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import socket
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 import mcp_types as types
@@ -31,10 +31,16 @@ from starlette.applications import Starlette
 
 from intentref._version import __version__
 from intentref.bridge import create_intent_bridge, retained_json
-from intentref.core.errors import Issue, error, self_issue
 from intentref.core.jsontext import dumps_compact
 from intentref.core.limits import is_well_formed, well_formed
-from intentref.mcp.capacity import DEFAULT_JOB_IDLE_SECONDS, DEFAULT_MAX_JOBS_PER_CLIENT, JobLedger
+from intentref.mcp.capacity import (
+    DEFAULT_JOB_IDLE_SECONDS,
+    Client,
+    FairShare,
+    JobLedger,
+    session_client,
+    stateless_client,
+)
 from intentref.mcp.http_guard import (
     DEFAULT_BODY_TIMEOUT,
     DEFAULT_HEADER_TIMEOUT,
@@ -46,11 +52,13 @@ from intentref.mcp.http_guard import (
     guarded_protocol,
     resource_exhaustion_handler,
 )
+from intentref.mcp.replies import REPLY_KINDS, adapter_error_reply, is_bridge_reply, self_error_reply
 from intentref.mcp.stdio import stdio_transport
 
 __all__ = [
     "INSTRUCTIONS",
     "MCP_TOOLS",
+    "ExtraTool",
     "IntentMcpService",
     "build_intent_mcp_server",
     "call_intent_tool",
@@ -75,8 +83,8 @@ _GRACEFUL_STOP_SECONDS: Final = 10.0
 _SESSION_DRAIN_SECONDS: Final = 1.0
 
 
-class BridgeSession(Protocol):
-    """What the adapter needs of ``intentref.bridge`` (one connection's job ownership)."""
+class ToolSession(Protocol):
+    """The session a tool call runs in: what the adapter needs of a ``bridge.ToolSession``."""
 
     def prepare(self, request: dict[str, Any]) -> Any: ...
     def accept(self, request: dict[str, Any]) -> Any: ...
@@ -84,9 +92,21 @@ class BridgeSession(Protocol):
     def close(self) -> None: ...
 
 
+class _JobSlots(Protocol):
+    @property
+    def max_jobs(self) -> int: ...
+    @property
+    def max_replay_entries(self) -> int: ...
+
+
 class Bridge(Protocol):
-    def connect(self) -> BridgeSession: ...
+    """What the adapter needs of an ``IntentBridge``: sessions, and (over HTTP) how full it is."""
+
+    def connect(self) -> ToolSession: ...
     def close(self) -> None: ...
+    def stats(self) -> Mapping[str, int]: ...
+    @property
+    def options(self) -> _JobSlots: ...
 
 
 # --------------------------------------------------------------------------- tool declarations
@@ -168,7 +188,7 @@ _CANCEL_SCHEMA: Final[dict[str, Any]] = {
 # the Bridge, not this declaration, owns the exact reply shape.
 _REPLY_SCHEMA: Final[dict[str, Any]] = {
     "type": "object",
-    "properties": {"kind": {"type": "string", "enum": ["task", "result", "error"]}},
+    "properties": {"kind": {"type": "string", "enum": list(REPLY_KINDS)}},
     "required": ["kind"],
     "anyOf": [
         {
@@ -268,44 +288,12 @@ INSTRUCTIONS: Final = (
 )
 
 _TOOL_METHODS: Final = {"intent_prepare": "prepare", "intent_accept": "accept", "intent_cancel": "cancel"}
-_INPUT_SCHEMAS: Final = {str(tool["name"]): tool["inputSchema"] for tool in MCP_TOOLS}
-
-# D-MCP-015: benchmark-only.  With INTENTREF_BENCH_NOOP_TOOL=1 in the environment when the
-# server is built, it also serves bench_noop, which returns a fixed tiny result without
-# touching the Bridge: the floor `intentref bench --only mcp` measures intent_accept against.
-# Never part of MCP_TOOLS; absent unless the variable is exactly "1".
-BENCH_NOOP_ENV: Final = "INTENTREF_BENCH_NOOP_TOOL"
-BENCH_NOOP_TOOL: Final = "bench_noop"
-_BENCH_NOOP_DECLARATION: Final[dict[str, Any]] = {
-    "name": BENCH_NOOP_TOOL,
-    "description": f"Benchmark floor only ({BENCH_NOOP_ENV}=1): does nothing, returns a fixed result.",
-    "inputSchema": {"type": "object"},
-}
-_BENCH_NOOP_REPLY: Final[dict[str, Any]] = {"kind": "result", "result": {}}
-# The second floor: the last task result this server built, sent again as it is.
-BENCH_REPLAY_TOOL: Final = "bench_replay"
-_BENCH_REPLAY_DECLARATION: Final[dict[str, Any]] = {
-    "name": BENCH_REPLAY_TOOL,
-    "description": f"Benchmark floor only ({BENCH_NOOP_ENV}=1): sends the last task result again.",
-    "inputSchema": {"type": "object"},
-    "outputSchema": _REPLY_SCHEMA,
-}
-
 
 # --------------------------------------------------------------------------- one call
 
 
-def _error_reply(code: str, message: str, issues: list[Issue] | tuple[Issue, ...] = ()) -> dict[str, Any]:
-    # The shared error family keeps adapter errors inside the declared code table (D-ERR-001).
-    return {"kind": "error", "error": error(code, "bridge", message, issues).to_json()}
-
-
-def _is_reply(value: Any) -> bool:
-    return isinstance(value, dict) and value.get("kind") in ("task", "result", "error")
-
-
 def call_intent_tool(
-    session: BridgeSession, name: str, arguments: Mapping[str, Any] | None
+    session: ToolSession, name: str, arguments: Mapping[str, Any] | None
 ) -> dict[str, Any]:
     """Run one tool call against ``session`` and return its BridgeReply; never raises.
 
@@ -317,21 +305,19 @@ def call_intent_tool(
             # D-MCP-005: a tool result the model can read, not a JSON-RPC error.
             shown = json.dumps(name[:64])
             message = f"unknown tool {shown}; the tools are intent_prepare, intent_accept and intent_cancel."
-            return _error_reply(
-                "BRIDGE_TOOL_NOT_FOUND", message, [self_issue("BRIDGE_TOOL_NOT_FOUND", None, message)]
-            )
+            return self_error_reply("BRIDGE_TOOL_NOT_FOUND", message)
         args: Any = {} if arguments is None else arguments
         # D-MCP-006: the Bridge judges the arguments itself (its parameter rules are the
         # declared inputSchema's, tests/mcp/test_schema_agreement.py), so a malformed call
         # gets the same reply over MCP as through the Bridge API: no decision is made here.
         reply = getattr(session, method)(dict(args))
-        if not _is_reply(reply):
+        if not is_bridge_reply(reply):
             raise TypeError(f"Bridge {method}() returned {type(reply).__name__}, not a BridgeReply")
         return reply  # type: ignore[no-any-return]
     except Exception:
         # D-MCP-007: no exception reaches the SDK; the operator gets the traceback on stderr.
         logger.exception("intent-runtime tool %r failed internally", name[:64])
-        return _error_reply(
+        return adapter_error_reply(
             "INTERNAL_ERROR",
             "the intent-runtime service failed internally while handling this call; the job's state is unknown.",
         )
@@ -365,7 +351,7 @@ def tool_result(reply: dict[str, Any], reply_json: str | None = None) -> types.C
         text = dumps_compact(reply)
     except (TypeError, ValueError):
         logger.exception("BridgeReply is not JSON-serialisable")
-        reply = _error_reply("INTERNAL_ERROR", "the intent-runtime service produced a reply it cannot send.")
+        reply = adapter_error_reply("INTERNAL_ERROR", "the intent-runtime service produced a reply it cannot send.")
         text = dumps_compact(reply)
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],
@@ -376,9 +362,44 @@ def tool_result(reply: dict[str, Any], reply_json: str | None = None) -> types.C
 
 # --------------------------------------------------------------------------- server
 
-SessionResolver = Callable[[ServerRequestContext[Any]], BridgeSession]
-# Who a call's client is, for the per-client quota (D-MCP-020): given the call and its session.
-OwnerResolver = Callable[[ServerRequestContext[Any], BridgeSession], Any]
+SessionResolver = Callable[[ServerRequestContext[Any]], ToolSession]
+# Who a call's client is, for the fair share (D-MCP-026): given the call and its session.
+OwnerResolver = Callable[[ServerRequestContext[Any], ToolSession], Client]
+
+
+@dataclass(frozen=True)
+class ExtraTool:
+    """A tool served beside MCP_TOOLS, for a program that builds on the reference's server.
+
+    ``declaration`` is the tool in wire form, like an MCP_TOOLS entry (``name``,
+    ``description``, ``inputSchema``, optionally ``outputSchema``); ``call`` answers it from
+    the call's arguments, without the Bridge.  The reference's own command serves none
+    (``intentref.devtools.bench_mcp`` adds its benchmark floors this way, D-MCP-015).
+    """
+
+    declaration: Mapping[str, Any]
+    call: Callable[[Mapping[str, Any] | None], types.CallToolResult]
+
+    @property
+    def name(self) -> str:
+        return str(self.declaration["name"])
+
+
+def _extra_tools_by_name(extra_tools: Sequence[ExtraTool]) -> dict[str, ExtraTool]:
+    by_name: dict[str, ExtraTool] = {}
+    for tool in extra_tools:
+        if tool.name in _TOOL_METHODS or tool.name in by_name:
+            raise ValueError(f"tool name {tool.name!r} is already served")
+        by_name[tool.name] = tool
+    return by_name
+
+
+def _call_extra_tool(tool: ExtraTool, arguments: Mapping[str, Any] | None) -> types.CallToolResult:
+    try:
+        return tool.call(arguments)
+    except Exception:
+        logger.exception("tool %r failed internally", tool.name)  # D-MCP-007, as for the intent tools
+        return tool_result(adapter_error_reply("INTERNAL_ERROR", f"the tool {tool.name} failed internally."))
 
 
 @contextlib.asynccontextmanager
@@ -389,23 +410,21 @@ async def _no_lifespan(_: Server[Any]) -> AsyncIterator[dict[str, Any]]:
 def build_intent_mcp_server(
     resolve_session: SessionResolver,
     *,
+    extra_tools: Sequence[ExtraTool] = (),
     lifespan: Callable[[Server[Any]], contextlib.AbstractAsyncContextManager[Any]] = _no_lifespan,
     ledger: JobLedger | None = None,
     owner_of: OwnerResolver | None = None,
 ) -> Server[Any]:
-    """A low-level SDK server exposing MCP_TOOLS; ``resolve_session`` picks each call's session.
+    """A low-level SDK server exposing MCP_TOOLS (then ``extra_tools``); ``resolve_session`` picks each call's session.
 
-    With a ``ledger`` (HTTP, D-MCP-021), idle jobs are reclaimed before each call, a client
-    at its quota is refused a new job, and each reply is recorded; ``owner_of`` names the
-    client (D-MCP-020).
+    With a ``ledger`` (HTTP), idle jobs are reclaimed before each call (D-MCP-021), a
+    prepare beyond the client's fair share is refused (D-MCP-025), and each reply is
+    recorded; ``owner_of`` names the client (D-MCP-026; by default, its session).
     """
-    tools = [types.Tool.model_validate(tool) for tool in MCP_TOOLS]
-    bench_noop = os.environ.get(BENCH_NOOP_ENV) == "1"  # D-MCP-015
-    if bench_noop:
-        tools.append(types.Tool.model_validate(_BENCH_NOOP_DECLARATION))
-        tools.append(types.Tool.model_validate(_BENCH_REPLAY_DECLARATION))
-        noop_result = tool_result(_BENCH_NOOP_REPLY)
-        last_result = [noop_result]  # what bench_replay sends: the last task result
+    extra = _extra_tools_by_name(extra_tools)
+    declarations = [*MCP_TOOLS, *(tool.declaration for tool in extra.values())]
+    tools = [types.Tool.model_validate(declaration) for declaration in declarations]
+    input_schemas = {str(declaration["name"]): declaration["inputSchema"] for declaration in declarations}
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -415,33 +434,26 @@ def build_intent_mcp_server(
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        if (added := extra.get(params.name)) is not None:
+            return _call_extra_tool(added, params.arguments)
         try:
             session = resolve_session(ctx)
         except Exception:
             logger.exception("no Bridge session for this MCP connection")
             return tool_result(
-                _error_reply(
-                    "INTERNAL_ERROR", "the intent-runtime service has no session for this connection."
-                )
+                adapter_error_reply("INTERNAL_ERROR", "the intent-runtime service has no session for this connection.")
             )
-        if bench_noop and params.name == BENCH_NOOP_TOOL:
-            return noop_result
-        if bench_noop and params.name == BENCH_REPLAY_TOOL:
-            return last_result[0]
         if ledger is None:
             reply = call_intent_tool(session, params.name, params.arguments)
         else:
             ledger.reclaim_idle()
-            owner = owner_of(ctx, session) if owner_of is not None else session
+            owner = owner_of(ctx, session) if owner_of is not None else session_client(session)
             refusal = ledger.refusal(owner) if params.name == "intent_prepare" else None
             if refusal is not None:
                 return tool_result(refusal)
             reply = call_intent_tool(session, params.name, params.arguments)
             ledger.record(owner, session, params.name, params.arguments, reply)
-        result = tool_result(reply, retained_json(reply))  # D-BRG-021: the reply is unedited here
-        if bench_noop and reply.get("kind") == "task":
-            last_result[0] = result
-        return result
+        return tool_result(reply, retained_json(reply))  # D-BRG-021: the reply is unedited here
 
     return Server(
         SERVER_NAME,
@@ -449,7 +461,7 @@ def build_intent_mcp_server(
         instructions=INSTRUCTIONS,
         lifespan=lifespan,
         # Lets 2026-07-28 HTTP header checks read our schemas without a tools/list round trip.
-        get_tool_input_schema=_INPUT_SCHEMAS.get,
+        get_tool_input_schema=input_schemas.get,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
@@ -521,7 +533,7 @@ def _split_config(config: Mapping[str, Any], transport: Any) -> tuple[dict[str, 
     return bridge_config, transport
 
 
-def _close_session(session: BridgeSession | None) -> None:
+def _close_session(session: ToolSession | None) -> None:
     if session is None:
         return
     try:
@@ -557,27 +569,30 @@ class _StreamSession:
     """The one Bridge session of a stream connection (stdio or a caller's transport)."""
 
     def __init__(self) -> None:
-        self.current: BridgeSession | None = None
+        self.current: ToolSession | None = None
 
-    def resolve(self, ctx: ServerRequestContext[Any]) -> BridgeSession:
+    def resolve(self, ctx: ServerRequestContext[Any]) -> ToolSession:
         if self.current is None:
             raise RuntimeError("the stream connection has no open Bridge session")
         return self.current
 
 
-async def serve_intent_mcp(config: Mapping[str, Any], transport: Any = None) -> IntentMcpService:
+async def serve_intent_mcp(
+    config: Mapping[str, Any], transport: Any = None, *, extra_tools: Sequence[ExtraTool] = ()
+) -> IntentMcpService:
     """Serve MCP_TOOLS over ``transport`` (default: this process's stdio; spec: R-SRV-001, R-SRV-002).
 
     ``config`` is a BridgeConfig (``instances`` plus any capacity option).  ``transport`` is
     an async context manager yielding ``(read_stream, write_stream)`` -- the shape of
     ``mcp.server.stdio.stdio_server()`` -- or such a pair already open.  The service serves
     in the background until ``close()`` or the end of the stream; both eras are served,
-    the client's first request picks one.
+    the client's first request picks one.  ``extra_tools`` are served beside MCP_TOOLS
+    (``ExtraTool``; the seed's call form has none).
     """
     bridge_config, transport = _split_config(config, transport)
-    bridge: Bridge = create_intent_bridge(bridge_config)
     holder = _StreamSession()
-    server = build_intent_mcp_server(holder.resolve)
+    server = build_intent_mcp_server(holder.resolve, extra_tools=extra_tools)
+    bridge: Bridge = create_intent_bridge(bridge_config)
 
     async def run(started: asyncio.Event) -> None:
         opened: contextlib.AbstractAsyncContextManager[Any]
@@ -627,23 +642,30 @@ class _HttpSessions:
 
     def __init__(self, bridge: Bridge, ledger: JobLedger) -> None:
         self._bridge = bridge
-        self._stateless: BridgeSession | None = None
+        self._stateless: ToolSession | None = None
         self.ledger = ledger
 
-    def owner(self, ctx: ServerRequestContext[Any], session: BridgeSession) -> Any:
-        """The client a call counts against (D-MCP-020): its MCP session, or its peer address."""
-        if session is not self._stateless:
-            return session
-        client = getattr(ctx.request, "client", None)
-        return ("peer", getattr(client, "host", None))
+    def owner(self, ctx: ServerRequestContext[Any], session: ToolSession) -> Client:
+        """The client a call counts against (D-MCP-026).
 
-    def resolve(self, ctx: ServerRequestContext[Any]) -> BridgeSession:
+        Handshake era: its MCP session.  2026-07-28 era: the TCP peer's address (uvicorn is
+        told not to rewrite it from forwarded headers) with the clientInfo the request's
+        ``_meta`` declares, which the SDK has read into the request's connection.
+        """
+        if session is not self._stateless:
+            return session_client(session)
+        peer = getattr(ctx.request, "client", None)
+        params = ctx.session.client_params
+        info = None if params is None else (params.client_info.name, params.client_info.version)
+        return stateless_client(getattr(peer, "host", None), info)
+
+    def resolve(self, ctx: ServerRequestContext[Any]) -> ToolSession:
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             if self._stateless is None:
                 self._stateless = self._bridge.connect()
             return self._stateless
         connection = _connection_of(ctx)
-        session: BridgeSession | None = connection.state.get(_SESSION_KEY)
+        session: ToolSession | None = connection.state.get(_SESSION_KEY)
         if session is None:
             session = self._bridge.connect()
             connection.state[_SESSION_KEY] = session
@@ -687,21 +709,30 @@ def create_intent_mcp_http_app(
     allowed_hosts: list[str] | None = None,
     allowed_origins: list[str] | None = None,
     max_request_body_size: int = DEFAULT_MAX_REQUEST_BODY_SIZE,
-    max_jobs_per_client: int | None = DEFAULT_MAX_JOBS_PER_CLIENT,
+    max_jobs_per_client: int | None = None,
     job_idle_seconds: float | None = DEFAULT_JOB_IDLE_SECONDS,
     body_budget: BodyBudget | None = None,
     body_timeout: float = DEFAULT_BODY_TIMEOUT,
+    extra_tools: Sequence[ExtraTool] = (),
 ) -> Starlette:
     """A Starlette app serving MCP_TOOLS at ``/mcp`` in both eras, for any ASGI server.
 
     Its lifespan must run (it starts the SDK's session manager).  The Bridge stays the
-    caller's to close, after the app has shut down.  ``max_jobs_per_client`` and
-    ``job_idle_seconds`` are the fair-capacity policy (D-MCP-021; None switches one off);
-    ``body_budget`` and ``body_timeout`` bound request bodies in flight (D-MCP-022, D-MCP-023).
+    caller's to close, after the app has shut down.  The fair share (D-MCP-025) follows the
+    Bridge's size: ``max_jobs_per_client`` may lower the per-client limit from half the
+    Bridge's job slots (None), never raise it (ValueError); ``job_idle_seconds`` reclaims
+    jobs without progress (D-MCP-021; None: never).  ``body_budget`` and ``body_timeout``
+    bound request bodies in flight (D-MCP-022, D-MCP-023).
     """
-    sessions = _HttpSessions(bridge, JobLedger(max_jobs_per_client, job_idle_seconds))
+    slots = min(bridge.options.max_jobs, bridge.options.max_replay_entries)  # active jobs fill either
+    share = FairShare.of(slots, max_jobs_per_client)
+    sessions = _HttpSessions(bridge, JobLedger(share, lambda: bridge.stats()["activeJobs"], job_idle_seconds))
     server = build_intent_mcp_server(
-        sessions.resolve, lifespan=sessions.lifespan, ledger=sessions.ledger, owner_of=sessions.owner
+        sessions.resolve,
+        extra_tools=extra_tools,
+        lifespan=sessions.lifespan,
+        ledger=sessions.ledger,
+        owner_of=sessions.owner,
     )
     security = _security(host, allowed_hosts, allowed_origins)
     app = server.streamable_http_app(
@@ -757,11 +788,12 @@ async def serve_intent_mcp_http(
     allowed_hosts: list[str] | None = None,
     allowed_origins: list[str] | None = None,
     max_request_body_size: int = DEFAULT_MAX_REQUEST_BODY_SIZE,
-    max_jobs_per_client: int | None = DEFAULT_MAX_JOBS_PER_CLIENT,
+    max_jobs_per_client: int | None = None,
     job_idle_seconds: float | None = DEFAULT_JOB_IDLE_SECONDS,
     body_budget: BodyBudget | None = None,
     header_timeout: float = DEFAULT_HEADER_TIMEOUT,
     body_timeout: float = DEFAULT_BODY_TIMEOUT,
+    extra_tools: Sequence[ExtraTool] = (),
 ) -> IntentMcpService:
     """Serve MCP_TOOLS over streamable HTTP at ``http://host:port/mcp`` (port 0: any free one).
 
@@ -781,6 +813,7 @@ async def serve_intent_mcp_http(
             job_idle_seconds=job_idle_seconds,
             body_budget=body_budget,
             body_timeout=body_timeout,
+            extra_tools=extra_tools,
         )
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         sock = ListeningSocket.adopt(socket.create_server((host, port), family=family))  # D-MCP-023
@@ -795,6 +828,9 @@ async def serve_intent_mcp_http(
             access_log=False,
             lifespan="on",
             timeout_graceful_shutdown=3,
+            # D-MCP-026: the peer address is the TCP peer's.  uvicorn would otherwise take it
+            # from X-Forwarded-For when the peer is 127.0.0.1, which any local process can send.
+            proxy_headers=False,
             http=guarded_protocol(header_timeout),  # D-MCP-023: uvicorn has no header timeout
         )
     )
