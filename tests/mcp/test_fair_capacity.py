@@ -269,7 +269,7 @@ def test_http_only_flags_are_refused_for_stdio(config_file: Path) -> None:
 def test_a_per_client_limit_above_the_share_is_refused_at_start(
     flags: tuple[str, ...], value: str, slots: int, most: int
 ) -> None:
-    """spec: D-MCP-025 -- one line, status 2, before the configuration is even read (the file does not exist)."""
+    """spec: D-MCP-027 -- one line, status 2, before the configuration is even read (the file does not exist)."""
     done = run_cli("--config", "/nonexistent/instances.json", "--http", "127.0.0.1:0", *flags,
                    "--max-jobs-per-client", value)  # fmt: skip
     assert done.returncode == 2, done.stderr

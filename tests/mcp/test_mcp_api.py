@@ -252,7 +252,7 @@ def test_serve_intent_mcp_http_in_process() -> None:
 
 
 def test_extra_tools_are_served_beside_the_three() -> None:
-    """The public building API adds tools (D-MCP-015); they never shadow an intent tool."""
+    """D-MCP-028: the public building API adds tools; they never shadow an intent tool."""
     from intentref.mcp.server import ExtraTool
 
     config, _ = _config()

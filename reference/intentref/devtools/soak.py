@@ -1,14 +1,17 @@
 """``intentref bench --only soak``: legitimate HTTP clients beside abusive ones, then alone (D-MCP-024).
 
-Phases of the same length, each against a fresh ``intent-runtime-mcp --http 127.0.0.1:0``
-with its default options (what an operator runs), in rounds of one of each kind whose
-order alternates, so that drifting load on a shared machine weighs on both kinds alike:
+Two runs, one per Bridge size: the default (``maxJobs`` 1,024) and a small Bridge
+(``--max-jobs 16``), where the fair share (D-MCP-025) leaves the legitimate clients only the
+slots a hoarder cannot take.  Each run is phases of the same length, each against a fresh
+``intent-runtime-mcp --http 127.0.0.1:0`` with its default options otherwise (what an
+operator runs), in rounds of one of each kind whose order alternates, so that drifting load
+on a shared machine weighs on both kinds alike:
 
 1. ``with abusers``: N well-behaved SDK clients, half in the 2025 handshake era and half in
    the 2026-07-28 era, run seed 000's order flow (prepare, core candidate, data candidate)
    over and over, each flow with its own order number; beside them, in another process,
-   abusers run for the whole phase: job hoarders (handshake sessions and a 2026-07-28
-   client that prepare until refused and never answer), slow senders (a byte a second of a
+   abusers run for the whole phase: job hoarders (two handshake sessions and a 2026-07-28
+   client, one after another, that prepare until refused and never answer), slow senders (a byte a second of a
    request head, or of a body), 16 MiB bodies back to back, garbage (bodies that are not
    JSON, bytes that are not HTTP) and a cross-client prober (another session's jobId, and
    made-up ones).
@@ -18,9 +21,10 @@ It prints legit flows/s in each phase and their ratio (target >= 0.8), legit err
 0), lost or mixed-up jobs (a flow whose result is not its own order number; target 0), flow
 latency p50/p99, the server's peak resident memory in the abuse phase against
 ``RSS_BOUND_MIB``, and what each abuser met.  Only loopback is used: the server listens on
-127.0.0.1; the 2026-07-28 hoarder connects from 127.0.0.2, because in that era a client is
-its address (D-MCP-020) and a hoarder on the legitimate clients' own address is, by design,
-the same client.  Every loop is bounded by the phase's deadline and by a count.
+127.0.0.1 and every client connects from it.  A 2026-07-28 client is its address with the
+clientInfo it declares (D-MCP-026), so each client here declares its own name, as distinct
+programs do; clients declaring one name would be one client.  Every loop is bounded by the
+phase's deadline and by a count.
 """
 
 from __future__ import annotations
@@ -51,7 +55,11 @@ TARGET_RATIO: Final = 0.8
 # 100 MB of interpreter, SDK and Bridge, two 16 MiB bodies in the large-body pool at about
 # 60 MB each while the SDK parses them (D-MCP-022), and room for the small pool and sessions.
 RSS_BOUND_MIB: Final = 400
-HOARDER_SOURCE: Final = "127.0.0.2"
+# The small Bridge's size, and how many legitimate clients it runs: a hoarder takes half the
+# slots (8), the second handshake hoarder, the 2026-07-28 hoarder and the cross-client
+# prober's owner one each past the half mark, which leaves 5 slots for clients holding none.
+SMALL_MAX_JOBS: Final = 16
+SMALL_CLIENTS: Final = 4
 ORDER_NUMBER: Final = "000123"
 # Upper bounds on every abuser loop besides the deadline, so nothing runs away.
 MAX_ABUSER_ITERATIONS: Final = 100_000
@@ -91,10 +99,11 @@ class Phase:
 
 
 class _Server:
-    def __init__(self, config_file: Path) -> None:
+    def __init__(self, config_file: Path, max_jobs: int | None = None) -> None:
+        size = [] if max_jobs is None else ["--max-jobs", str(max_jobs)]
         self.proc = subprocess.Popen(
             [str(Path(sys.executable).with_name("intent-runtime-mcp")), "--config", str(config_file),
-             "--http", "127.0.0.1:0"],
+             "--http", "127.0.0.1:0", *size],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )  # fmt: skip
         assert self.proc.stderr is not None
@@ -138,6 +147,13 @@ def _candidates(number: str) -> tuple[str, str, str]:
     return ORDER_INPUT.replace(ORDER_NUMBER, number), text(ORDER_CORE), text(ORDER_DATA)
 
 
+def _named(name: str) -> Any:
+    """The clientInfo a soak client declares (D-MCP-026: in 2026-07-28, part of who it is)."""
+    from mcp_types import Implementation
+
+    return Implementation(name=name, version="1")
+
+
 async def _legit_worker(url: str, mode: str, worker: int, deadline: float, phase: Phase) -> None:
     from mcp import Client
 
@@ -145,7 +161,7 @@ async def _legit_worker(url: str, mode: str, worker: int, deadline: float, phase
         reply = result.structured_content
         return reply if isinstance(reply, dict) else {"kind": "none"}
 
-    async with Client(url, mode=mode) as client:
+    async with Client(url, mode=mode, client_info=_named(f"soak-legit-{worker}")) as client:
         for flow in range(MAX_ABUSER_ITERATIONS):
             if time.monotonic() >= deadline:
                 return
@@ -204,22 +220,22 @@ async def _status_of(reader: asyncio.StreamReader) -> int:
 
 
 async def _hoarder(
-    url: str, mode: str, source: str, deadline: float, stats: dict[str, Any], hoarded: asyncio.Event
+    url: str, mode: str, name: str, deadline: float, stats: dict[str, Any], turn: asyncio.Event, hoarded: asyncio.Event
 ) -> None:
-    import httpx2
+    """Once ``turn`` is set, prepare until refused, set ``hoarded``, and hold the jobs without answering."""
     from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
 
-    transport = httpx2.AsyncHTTPTransport(local_address=source)
-    async with httpx2.AsyncClient(transport=transport, timeout=httpx2.Timeout(30.0, read=300.0)) as http, \
-            Client(streamable_http_client(url, http_client=http), mode=mode) as client:  # fmt: skip
+    async with Client(url, mode=mode, client_info=_named(name)) as client:
+        await turn.wait()
+        held = 0
         for _ in range(2048):
             reply = (await client.call_tool("intent_prepare", {"instance": "orders", "input": "查询订单 999999"}))
             content = reply.structured_content or {}
             if content.get("kind") != "task":
                 stats["hoarder_refused"] += 1
                 break
-            stats["hoarded_jobs"] += 1
+            held += 1
+        stats["hoarded_jobs"] += held
         hoarded.set()
         await asyncio.sleep(max(0.0, deadline - time.monotonic()))  # hold them, never answer
 
@@ -304,10 +320,15 @@ async def _garbage(address: tuple[str, int], deadline: float, stats: dict[str, A
         await asyncio.sleep(0.01)
 
 
-async def _cross_client(url: str, deadline: float, stats: dict[str, Any]) -> None:
+async def _cross_client(url: str, deadline: float, stats: dict[str, Any], hoarded: asyncio.Event) -> None:
     from mcp import Client
 
-    async with Client(url, mode="legacy") as owner, Client(url, mode="legacy") as thief, Client(url) as stranger:
+    await hoarded.wait()  # after the hoarders, so what they could take does not depend on a probe's timing
+    async with (
+        Client(url, mode="legacy", client_info=_named("soak-owner")) as owner,
+        Client(url, mode="legacy", client_info=_named("soak-thief")) as thief,
+        Client(url, client_info=_named("soak-stranger")) as stranger,
+    ):
         for _ in range(MAX_ABUSER_ITERATIONS):
             if time.monotonic() >= deadline:
                 return
@@ -333,23 +354,23 @@ async def _abuse(
     address = (parts.hostname or "127.0.0.1", parts.port or 0)
     deadline = time.monotonic() + seconds  # a backstop: the measured load's end (stop) comes first
     slow = 4 if smoke else 60
-    hoarded = [asyncio.Event() for _ in range(3)]
+    # One after another, so the first takes all the share allows and the others meet the half mark.
+    hoarders = [("legacy", "soak-hoarder-1"), ("legacy", "soak-hoarder-2"), ("auto", "soak-hoarder-3")]
+    turns = [asyncio.Event() for _ in range(len(hoarders) + 1)]
+    turns[0].set()
 
     async def announce() -> None:
         # The measured load starts once every hoarder holds all it can.
-        for event in hoarded:
-            await event.wait()
+        await turns[-1].wait()
         ready.set()
 
     jobs = [
         announce(),
-        _hoarder(url, "legacy", "127.0.0.1", deadline, stats, hoarded[0]),
-        _hoarder(url, "legacy", "127.0.0.1", deadline, stats, hoarded[1]),
-        _hoarder(url, "auto", HOARDER_SOURCE, deadline, stats, hoarded[2]),
+        *(_hoarder(url, mode, name, deadline, stats, turns[i], turns[i + 1]) for i, (mode, name) in enumerate(hoarders)),
         *(_slow_sender(address, i % 2 == 1, deadline, stats) for i in range(slow)),
         *(_big_bodies(address, deadline, stats) for _ in range(1 if smoke else 4)),
         _garbage(address, deadline, stats),
-        _cross_client(url, deadline, stats),
+        _cross_client(url, deadline, stats, turns[-1]),
     ]
     tasks = [asyncio.ensure_future(job) for job in jobs]
     stopped = asyncio.ensure_future(asyncio.to_thread(stop.wait, seconds))
@@ -383,9 +404,11 @@ def _config_file(folder: Path) -> Path:
     return path
 
 
-def run_phase(config_file: Path, name: str, clients: int, seconds: float, abusers: bool, smoke: bool) -> Phase:
+def run_phase(
+    config_file: Path, name: str, clients: int, seconds: float, abusers: bool, smoke: bool, max_jobs: int | None = None
+) -> Phase:
     phase = Phase(name, seconds)
-    server = _Server(config_file)
+    server = _Server(config_file, max_jobs)
     abuse = None
     queue: Any = None
     try:
@@ -437,10 +460,13 @@ def _merge(into: Phase, part: Phase) -> None:
             into.abusers.setdefault(key, value)
 
 
-def soak(smoke: bool = False, clients: int | None = None, seconds: float | None = None) -> tuple[Phase, Phase]:
+def soak(
+    smoke: bool = False, clients: int | None = None, seconds: float | None = None, max_jobs: int | None = None
+) -> tuple[Phase, Phase]:
     """Alternate phases with and without abusers (ABBA order), so a machine whose other load
-    drifts during the run weighs on both sides alike; return the two totals."""
-    clients = clients or (4 if smoke else 8)
+    drifts during the run weighs on both sides alike; return the two totals.  ``max_jobs``
+    sizes the Bridge (None: the default)."""
+    clients = clients or (4 if smoke or max_jobs == SMALL_MAX_JOBS else 8)
     seconds = seconds or (2.0 if smoke else 12.0)  # 12 s: past the 10 s head deadline, so slow senders are cut off
     rounds = 1 if smoke else ROUNDS
     abused, alone = Phase("with abusers", 0.0), Phase("alone", 0.0)
@@ -449,47 +475,54 @@ def soak(smoke: bool = False, clients: int | None = None, seconds: float | None 
         for round_number in range(rounds):
             order = (True, False) if round_number % 2 == 0 else (False, True)
             for with_abusers in order:
-                part = run_phase(config_file, "", clients, seconds, with_abusers, smoke)
+                part = run_phase(config_file, "", clients, seconds, with_abusers, smoke, max_jobs)
                 _merge(abused if with_abusers else alone, part)
     for phase in (abused, alone):
         phase.server_cpu_share /= phase.seconds or 1.0
     return abused, alone
 
 
-def report(abused: Phase, alone: Phase) -> list[str]:
+def report(abused: Phase, alone: Phase, label: str = "soak") -> list[str]:
     ratio = abused.rate / alone.rate if alone.rate else float("nan")
     lines = [
-        f"soak: legit flows/s with abusers {abused.rate:.1f}, alone {alone.rate:.1f}; ratio {ratio:.2f} "
+        f"{label}: legit flows/s with abusers {abused.rate:.1f}, alone {alone.rate:.1f}; ratio {ratio:.2f} "
         f"(target >= {TARGET_RATIO})",
-        f"soak: legit errors {abused.errors} with abusers, {alone.errors} alone (target 0)"
+        f"{label}: legit errors {abused.errors} with abusers, {alone.errors} alone (target 0)"
         + (f"; first: {abused.first_error or alone.first_error}" if abused.errors or alone.errors else ""),
-        f"soak: lost or mixed-up jobs {abused.mixed_up + alone.mixed_up} (target 0)",
-        f"soak: flow latency p50/p99 {abused.percentile(0.5) * 1000:.1f}/{abused.percentile(0.99) * 1000:.1f} ms "
+        f"{label}: lost or mixed-up jobs {abused.mixed_up + alone.mixed_up} (target 0)",
+        f"{label}: flow latency p50/p99 {abused.percentile(0.5) * 1000:.1f}/{abused.percentile(0.99) * 1000:.1f} ms "
         f"with abusers, {alone.percentile(0.5) * 1000:.1f}/{alone.percentile(0.99) * 1000:.1f} ms alone",
-        f"soak: server peak RSS {abused.peak_rss_mib:.0f} MiB with abusers (bound {RSS_BOUND_MIB} MiB), "
+        f"{label}: server peak RSS {abused.peak_rss_mib:.0f} MiB with abusers (bound {RSS_BOUND_MIB} MiB), "
         f"{alone.peak_rss_mib:.0f} MiB alone",
-        f"soak: server CPU {abused.server_cpu_share:.2f} core with abusers, {alone.server_cpu_share:.2f} alone; "
+        f"{label}: server CPU {abused.server_cpu_share:.2f} core with abusers, {alone.server_cpu_share:.2f} alone; "
         f"machine: {os.cpu_count()} CPUs",
-        f"soak: server log lines {abused.server_log_lines} with abusers, {alone.server_log_lines} alone",
-        "soak: abusers met " + ", ".join(f"{k}={v}" for k, v in sorted(abused.abusers.items())),
+        f"{label}: server log lines {abused.server_log_lines} with abusers, {alone.server_log_lines} alone",
+        f"{label}: abusers met " + ", ".join(f"{k}={v}" for k, v in sorted(abused.abusers.items())),
     ]
     return lines
 
 
+# The runs of a full soak: (label, --max-jobs or None for the Bridge's default).
+RUNS: Final = (("soak (maxJobs 1024)", None), (f"soak (maxJobs {SMALL_MAX_JOBS})", SMALL_MAX_JOBS))
+
+
 def figures(smoke: bool = False) -> list[Figure]:
-    """The bench entry: seconds per legit flow with abusers vs alone (1 / the flows/s ratio)."""
-    abused, alone = soak(smoke)
-    for line in report(abused, alone):
-        print(line)
-    per_flow = [1 / p.rate if p.rate else float("inf") for p in (abused, alone)]
-    return [
-        Figure(
-            "soak: legit flow beside abusers (HTTP, both eras)",
-            per_flow[0],
-            per_flow[1],
-            "s/flow",
-            round(1 / TARGET_RATIO, 3),
-            "seconds per legit order flow with hoarders, slow senders, 16 MiB bodies, garbage and "
-            "cross-client probes running vs the same load alone (flows/s ratio >= 0.8)",
+    """The bench entry, one figure per Bridge size: seconds per legit flow with abusers vs alone (1 / the flows/s ratio)."""
+    out = []
+    for label, max_jobs in RUNS:
+        abused, alone = soak(smoke, max_jobs=max_jobs)
+        for line in report(abused, alone, label):
+            print(line)
+        per_flow = [1 / p.rate if p.rate else float("inf") for p in (abused, alone)]
+        out.append(
+            Figure(
+                f"{label}: legit flow beside abusers (HTTP, both eras)",
+                per_flow[0],
+                per_flow[1],
+                "s/flow",
+                round(1 / TARGET_RATIO, 3),
+                "seconds per legit order flow with hoarders, slow senders, 16 MiB bodies, garbage and "
+                "cross-client probes running vs the same load alone (flows/s ratio >= 0.8)",
+            )
         )
-    ]
+    return out
