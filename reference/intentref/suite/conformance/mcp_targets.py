@@ -58,6 +58,7 @@ from intentref.suite.conformance.mcp_transport import (
 from intentref.suite.conformance.targets import (
     CallSession,
     ConfigRejected,
+    ProtocolRefusal,
     Reply,
     Run,
     ServerExited,
@@ -338,10 +339,19 @@ class Connection:
                 raise TargetUnsupported(
                     f"the server's JSON-RPC layer refused a lone-surrogate escape ({exc.message})"
                 ) from None
+            if exc.code not in _TRANSPORT_FAILURES:
+                # An error response to this request: the protocol layer refused the call
+                # and the connection goes on (seed 000 allows such a throw).
+                raise ProtocolRefusal(f"a JSON-RPC error {exc.code}: {exc.message}"[:500], exc.code) from None
             raise self._broke(tool, exc) from None
         except Exception as exc:  # a timeout, a closed connection, a malformed answer
             raise self._broke(tool, exc) from None
-        return reply_of(result)
+        reply = reply_of(result)
+        if result.is_error and not _is_bridge_reply(reply.value):
+            # An SDK's own refusal (an input-schema check, say) dressed as a tool result.
+            shown = (reply.text or "no text content").replace("\n", " ")
+            raise ProtocolRefusal(f"an isError tool result that is not a BridgeReply: {shown}"[:500])
+        return reply
 
     def _broke(self, tool: str, exc: BaseException) -> RuntimeError:
         self.broken = _describe(exc)
@@ -368,6 +378,14 @@ class Connection:
         with contextlib.suppress(Exception):
             self._portal.call(stop.set)
             self._holder.result(timeout=3 * CLOSE_GRACE + 5)
+
+
+# JSON-RPC error codes that say the connection failed, not that the server refused the call.
+_TRANSPORT_FAILURES: Final = frozenset({types.CONNECTION_CLOSED, types.REQUEST_TIMEOUT})
+
+
+def _is_bridge_reply(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("kind") in ("task", "result", "error")
 
 
 def _has_lone_surrogate(value: Any) -> bool:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from intentref.suite.conformance.headline import kind_headline
-from intentref.suite.conformance.targets import Reply, Run, Session, TargetUnsupported
+from intentref.suite.conformance.targets import ProtocolRefusal, Reply, Run, Session, TargetUnsupported
 from intentref.suite.conformance.values import FixtureError, History, Unresolved, generate, match
 
 PASSED, FAILED, UNSUPPORTED, ERRORED = "passed", "failed", "unsupported", "errored"
@@ -85,6 +85,8 @@ def run_case(case: dict[str, Any], run: Run, transport: str) -> CaseOutcome:
         raise
     except TargetBroke as exc:
         outcome.outcome, outcome.detail = ERRORED, str(exc)
+    except ProtocolRefusal as exc:  # no fixture allows one yet: the target did not answer the step
+        outcome.outcome, outcome.detail = ERRORED, f"step {index}: refused by the protocol layer: {exc.detail}"
     except TargetUnsupported as exc:  # e.g. a value the transport cannot carry
         outcome.outcome, outcome.detail = UNSUPPORTED, exc.reason
         outcome.mismatches, outcome.failed_step = [], None

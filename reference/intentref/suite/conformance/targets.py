@@ -53,6 +53,23 @@ class ServerExited(RuntimeError):
     """
 
 
+class ProtocolRefusal(Exception):
+    """The protocol layer refused a call instead of the implementation answering it.
+
+    Seed 000 (调用错误与任务状态) allows it: "SDK/协议参数校验或连接异常还可能直接抛出" -- SDK or
+    protocol parameter validation may throw rather than produce a BridgeReply.  An MCP
+    target raises this for a JSON-RPC error response to ``tools/call`` and for a tool
+    result flagged ``isError`` whose content is not a BridgeReply (an SDK's own input-schema
+    refusal); the connection stays usable.  ``detail`` says which, in one line; ``code`` is
+    the JSON-RPC error code when there is one.
+    """
+
+    def __init__(self, detail: str, code: int | None = None) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.code = code
+
+
 class ConfigRejected(Exception):
     """The target refused the run's configuration; ``error`` is a SerializedIntentError."""
 
