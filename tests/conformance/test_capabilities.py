@@ -107,7 +107,7 @@ def test_a_declaration_without_it_makes_the_case_unsupported_not_failed() -> Non
 
 def test_a_wrapped_reference_is_probed_once_and_still_runs_every_case() -> None:
     target = _Counting()
-    assert not hasattr(target, "capabilities")
+    assert target.capabilities is None  # declares nothing: probed
     twice = [NOREPAIR, Case("TST", "test", {**NOREPAIR.data, "id": "TST-0003"}), DEFAULT]
     outcomes = execute(twice, target)
     assert [o.outcome for o in outcomes] == [PASSED, PASSED, PASSED]
@@ -160,7 +160,7 @@ def test_over_real_stdio_a_server_without_a_declaration_is_probed() -> None:
     command = " ".join([*reference_program(), "--config", "{config}"])
     target = StdioTarget(command)
     try:
-        assert not hasattr(target, "capabilities")
+        assert target.capabilities is None  # declares nothing: probed
         assert [o.outcome for o in execute([NOREPAIR, DEFAULT], target)] == [PASSED, PASSED]
     finally:
         target.close()

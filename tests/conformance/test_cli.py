@@ -202,7 +202,7 @@ def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     broken.mkdir()
     (broken / "x.json").write_text('{"area": "BRG", "title": "no cases"}', "utf-8")
     for args in (["--smoke"], ["--in-process", "--expected-failures", str(bad)],
-                 ["--stdio", "server --no-config-placeholder"], ["--in-process", "--http", "http://x"],
+                 ["--stdio", "server --config {config} [--max-jobs {maxJobs}"], ["--in-process", "--http", "http://x"],
                  ["--check"], ["--in-process", "--cases", str(tmp_path / "missing")],
                  ["--in-process", "--cases", str(broken)], ["--era", "1999"]):  # fmt: skip
         assert main(capsys, *args)[0] == 2, args

@@ -91,10 +91,10 @@ def test_stdio_connections_are_handed_on_with_nothing_active() -> None:
             second = first.session()
             task = second.prepare({"instance": "order", "input": "查询订单 000123"})
             assert task["kind"] == "task", task
-            connection = second._session
+            connection = second._session.connection  # type: ignore[attr-defined]
         with ist.Example(target) as again:
             sessions = [again.session(), again.session()]
-            reused = next(s for s in sessions if s._session is connection)  # no new server process
+            reused = next(s for s in sessions if s._session.connection is connection)  # type: ignore[attr-defined]  # no new server process
             # The job the first example left active was ended when the connection was handed back.
             ended = reused.cancel({"jobId": task["jobId"], "outcome": "refusal"})
             assert ist.error_code(ended) == "MODEL_ABORTED", ended

@@ -9,8 +9,7 @@
   are replaced by placeholders paired in order of appearance.  A difference raises
   ``Divergence``, whose message carries the example as a ready-to-add conformance case
   (conformance/README.md) with the reference's reply as the exact expectation.
-* ``make_target`` -- a Target from a spec string (in-process, stdio:, http:, harness:,
-  python:MODULE:ATTR).
+* ``make_target`` -- a Target from a spec string, through the runner's registry.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ import functools
 import json
 import os
 import re
-import sys
 import unittest
 from collections import Counter
 from collections.abc import Callable
@@ -42,6 +40,7 @@ from intentref.suite._projection import (
 from intentref.suite._strategies_impl import fault_of
 from intentref.suite.conformance.targets import (
     InProcessTarget,
+    ProtocolRefusal,
     Reply,
     Run,
     Session,
@@ -63,133 +62,11 @@ def is_bridge_reply(value: Any) -> bool:
 # --------------------------------------------------------------------------- targets from specs
 
 
-def make_target(spec: str, era: str = "2026", timeout: float = 30.0) -> Target:
-    """A Target from the conformance runner's spec language.
+def make_target(spec: str, era: str = "auto", timeout: float = 30.0) -> Target:
+    """A Target from its spec, read by the one parser every command uses (``registry.parse``)."""
+    from intentref.suite.conformance import registry
 
-    ``in-process``, ``reference`` (the bundled server over stdio; ``stdio:reference`` too),
-    ``stdio:COMMAND`` (``--config {config}`` is appended when COMMAND has no ``{config}``),
-    ``http:URL``, ``http-reference``, ``harness:COMMAND`` or ``python:MODULE:ATTR``.
-    """
-    from intentref.suite.conformance.cli import make_target as conformance_target
-
-    kind, _, rest = spec.partition(":")
-    if kind in ("inprocess", "reference-in-process"):
-        spec = "in-process"
-    elif kind == "stdio" and rest.strip() == "reference":
-        spec = "reference"
-    elif kind == "stdio" and "{config}" not in rest:  # the seeds' CLI takes its instances file as --config FILE
-        spec = f"stdio:{rest} --config {{config}}"
-    target, release = conformance_target(spec, era, timeout)
-    made: Target = target if release == getattr(target, "close", None) else _Released(target, release)
-    return _PooledTarget(made) if _connections_are_processes(target) else made
-
-
-def _connections_are_processes(target: Any) -> bool:
-    module = sys.modules.get("intentref.suite.conformance.mcp_targets")  # loaded by whoever made a stdio target
-    return module is not None and isinstance(target, module.StdioTarget)
-
-
-class _PooledTarget:
-    """A target whose every extra connection is a server process (stdio, D-CNF-001), reusing them.
-
-    Properties open second and third sessions in most examples; starting a server for each
-    made the ci profile spend minutes in start-ups.  A session the property closes or
-    releases has the jobs it saw cancelled and waits, connected, for the next example that
-    needs a session (D-CNF-024); the run's own reusable connection is left to the run
-    (D-CNF-002).
-    """
-
-    def __init__(self, target: Target) -> None:
-        self.target = target
-        self.name, self.transport = target.name, target.transport
-
-    def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
-        return self.target.unsupported(bridge_options)
-
-    def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run:
-        return _PooledRun(self.target.open(instances, bridge_options))
-
-    def close(self) -> None:
-        self.target.close()
-
-
-class _PooledRun:
-    def __init__(self, run: Run) -> None:
-        self._run = run
-        self._spare: list[_PooledSession] = []
-
-    def __getattr__(self, name: str) -> Any:  # begin_example and the like, where the run has them
-        return getattr(self._run, name)
-
-    def connect(self) -> Session:
-        if self._spare:
-            return self._spare.pop()
-        session = self._run.connect()
-        if hasattr(session, "release"):  # the run's own connection, kept from case to case already
-            return session
-        return _PooledSession(session, self._spare)
-
-    def close(self) -> None:
-        spare, self._spare = self._spare, []
-        try:
-            for session in spare:
-                with contextlib.suppress(Exception):
-                    session.really_close()
-        finally:
-            self._run.close()
-
-
-class _PooledSession:
-    """A connection of its own; ``close`` ends the jobs it saw and hands the connection back."""
-
-    def __init__(self, session: Session, spare: list[_PooledSession]) -> None:
-        self._session, self._spare = session, spare
-        self._jobs: dict[str, None] = {}  # insertion-ordered set of the jobIds its tasks named
-
-    def _call(self, op: str, request: Any) -> Reply:
-        reply: Reply = getattr(self._session, op)(request)
-        if isinstance(reply.value, dict) and reply.value.get("kind") == "task" and isinstance(reply.value.get("jobId"), str):
-            self._jobs[reply.value["jobId"]] = None
-        return reply
-
-    def prepare(self, request: Any) -> Reply:
-        return self._call("prepare", request)
-
-    def accept(self, request: Any) -> Reply:
-        return self._call("accept", request)
-
-    def cancel(self, request: Any) -> Reply:
-        return self._call("cancel", request)
-
-    def close(self) -> None:
-        try:
-            for job in self._jobs:  # a terminal job only repeats its reply
-                self._session.cancel({"jobId": job})
-        except Exception:  # a broken connection is not handed on
-            self.really_close()
-            return
-        self._jobs.clear()
-        self._spare.append(self)
-
-    def really_close(self) -> None:
-        self._session.close()
-
-
-class _Released:
-    """A target whose release does more than ``close`` (``http-reference`` also stops its server)."""
-
-    def __init__(self, target: Target, release: Any) -> None:
-        self.target, self._release = target, release
-        self.name, self.transport = target.name, target.transport
-
-    def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
-        return self.target.unsupported(bridge_options)
-
-    def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run:
-        return self.target.open(instances, bridge_options)
-
-    def close(self) -> None:
-        self._release()
+    return registry.parse(spec, era, timeout).build()
 
 
 # --------------------------------------------------------------------------- shared runs
@@ -238,6 +115,51 @@ class UnsupportedByTarget(unittest.SkipTest):
     """
 
 
+# --------------------------------------------------------------------------- protocol-layer refusals
+
+_TOOL_OF: Final = {"prepare": "intent_prepare", "accept": "intent_accept", "cancel": "intent_cancel"}
+
+
+@functools.cache
+def _input_validator(op: str) -> Any:
+    import jsonschema
+
+    from intentref.mcp.server import MCP_TOOLS
+
+    schema = next(tool["inputSchema"] for tool in MCP_TOOLS if tool["name"] == _TOOL_OF[op])
+    return jsonschema.Draft202012Validator(schema)
+
+
+def refusal_allowed(op: str, request: Any) -> bool:
+    """Whether the protocol layer may refuse this call instead of the Bridge (D-CNF-055).
+
+    Seed 000 lets SDK/protocol parameter validation throw; what an SDK validates is the tool's
+    published input schema, so exactly the requests that schema refuses may be refused so
+    (the Bridge answers each of them INPUT_INVALID: tests/mcp/test_schema_agreement.py).
+    """
+    return not _input_validator(op).is_valid(request)
+
+
+def _refused_reply(detail: str) -> Reply:
+    """What a property sees of an allowed refusal: the error the Bridge would have given, by code."""
+    error = {"code": "INPUT_INVALID", "stage": "bridge", "message": f"refused by the protocol layer: {detail}",
+             "issues": []}  # fmt: skip
+    return Reply({"kind": "error", "error": error})
+
+
+def call_allowing_refusal(session: Session, op: str, request: Any) -> Reply:
+    """``session.op(request)``, an allowed protocol-layer refusal (D-CNF-055) answered as an
+    INPUT_INVALID error and counted, any other refusal raised."""
+    try:
+        reply: Reply = getattr(session, op)(request)
+    except ProtocolRefusal as exc:
+        if not refusal_allowed(op, request):
+            raise
+        STATS["protocol_refusals"] += 1
+        return _refused_reply(exc.detail)
+    return reply
+
+
 class ExampleSession:
     """One connection of an example; each call returns the reply object, checked and counted."""
 
@@ -249,7 +171,7 @@ class ExampleSession:
     def _call(self, op: str, request: Any) -> dict[str, Any]:
         STATS[f"calls.{op}"] += 1
         try:
-            reply: Reply = getattr(self._session, op)(request)
+            reply: Reply = call_allowing_refusal(self._session, op, request)
         except Divergence:
             raise
         except TargetUnsupported as exc:  # a value the transport cannot carry, say
@@ -287,7 +209,7 @@ class ExampleSession:
         """End this example's use of the session; a target may keep the connection for the next one."""
         if not self.closed:
             self.closed = True
-            getattr(self._session, "release", self._session.close)()
+            self._session.release()
 
 
 class Example:
@@ -317,6 +239,8 @@ class Example:
                 self.target, self.instances, self.options)  # fmt: skip
         except TargetUnsupported as exc:
             raise UnsupportedByTarget(str(exc)) from None
+        if not self.fresh:
+            self._run.new_case()  # connections an earlier example handed back may be taken again
         begin = getattr(self._run, "begin_example", None)
         if begin is not None:
             begin(self.requirements)
@@ -578,7 +502,7 @@ class Divergence(AssertionError):
         return "\n".join(lines)
 
 
-class DifferentialSession:
+class DifferentialSession(Session):
     def __init__(self, run: DifferentialRun, name: str, target: Session, reference: Session, scope: int = 0) -> None:
         self._run, self.name, self._target, self._reference = run, name, target, reference
         self.scope = scope  # this connection's own token space (TokenMap)
@@ -588,7 +512,17 @@ class DifferentialSession:
         tokens = run.tokens
         scope = self.scope
         reference_args = tokens.translate(request, "target", "reference", scope)
-        theirs: Reply = getattr(self._target, op)(request)
+        try:
+            theirs: Reply = getattr(self._target, op)(request)
+        except ProtocolRefusal:
+            if not refusal_allowed(op, request):
+                raise
+            # D-CNF-055: refused as malformed, as the reference refuses it; the reference still
+            # takes the call, so both sides stay in step, and its error stands in for the reply.
+            stand_in: Reply = getattr(self._reference, op)(reference_args)
+            run.calls.append(Call(self.name, op, reference_args, stand_in.value))
+            STATS["protocol_refusals"] += 1
+            return stand_in
         ours: Reply = getattr(self._reference, op)(reference_args)
         tokens.learn_replies(theirs.value, ours.value, scope)
         run.calls.append(Call(self.name, op, reference_args, ours.value))
@@ -628,12 +562,12 @@ class DifferentialSession:
 
     def release(self) -> None:
         try:
-            getattr(self._target, "release", self._target.close)()
+            self._target.release()
         finally:
             self._reference.close()
 
 
-class DifferentialRun:
+class DifferentialRun(Run):
     def __init__(self, target: Run, reference: Run, instances: dict[str, Any], options: dict[str, Any]) -> None:
         self._target, self._reference = target, reference
         self.instances, self.options = instances, options
@@ -684,6 +618,13 @@ class DifferentialRun:
         self._connections += 1  # never reset: a token scope per connection of the run's whole life
         return DifferentialSession(self, name, self._target.connect(), self._reference.connect(), self._connections)
 
+    def new_case(self) -> None:
+        self._target.new_case()
+        self._reference.new_case()
+
+    def left_behind(self) -> list[str]:
+        return self._target.left_behind()
+
     def case(self) -> dict[str, Any]:
         """This example's calls as a normative case expecting the reference's projection (D-CNF-020)."""
         return case_from_calls(self.calls, self.instances, self.options, self.requirements, level=NORMATIVE,
@@ -722,7 +663,7 @@ def _replay_drift(first: Reply, again: Reply) -> list[str]:
     return where
 
 
-class DifferentialTarget:
+class DifferentialTarget(Target):
     """``target`` checked call by call against the in-process reference."""
 
     def __init__(self, target: Target, reference: Target | None = None) -> None:
@@ -970,6 +911,7 @@ class Tally:
     replay_drifts: int = 0
     divergences: int = 0
     mispredictions: int = 0
+    lone_surrogates_lost: int = 0  # calls with a lone surrogate the transport did not carry (reference level)
     notes: list[str] = field(default_factory=list)
     sent: Counter[str] = field(default_factory=Counter)  # what was thrown at the target, by fault or defect
 
@@ -992,7 +934,7 @@ class Tally:
     @property
     def clean(self) -> bool:
         return not (self.uncaught_exceptions or self.non_replies or self.lost_active_jobs or self.replay_drifts
-                    or self.divergences or self.mispredictions)  # fmt: skip
+                    or self.divergences or self.mispredictions or self.lone_surrogates_lost)  # fmt: skip
 
     def room(self) -> bool:
         return len(self.notes) < 50

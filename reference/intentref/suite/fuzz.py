@@ -37,6 +37,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
+from intentref.suite.conformance.targets import CallSession, Reply, Run, Session
+
 FORMAT: Final = "intentref-fuzz/1"
 KINDS: Final = ("candidates", "replies", "sessions")
 PREFIX: Final = {"candidates": "c", "replies": "r", "sessions": "s"}
@@ -374,11 +376,12 @@ class Walker:
                 and (active is None or (j.stage is not None) == active)]  # fmt: skip
 
     def _call(self, index: int, op: str, request: Any) -> dict[str, Any] | None:
-        from intentref.suite._property_targets import Call, Divergence, is_bridge_reply
+        from intentref.suite._property_targets import Call, Divergence, call_allowing_refusal, is_bridge_reply
+        from intentref.suite.conformance.targets import has_lone_surrogate
 
         self.tally.calls[op] += 1
         try:
-            reply = getattr(self.sessions[index], op)(request)
+            reply = call_allowing_refusal(self.sessions[index], op, request)
         except Divergence as exc:
             self.tally.divergences += 1
             if self.tally.room():  # building the case costs: only for the notes kept
@@ -386,6 +389,13 @@ class Walker:
             self._drop(index)
             return None
         except Exception as exc:  # the target broke: count it, carry on with a new connection
+            if has_lone_surrogate(request):
+                # Whether a lone surrogate reaches the server at all is its transport's matter,
+                # decided by the reference (D-REQ-003, D-MCP-008; D-CNF-053): reference level.
+                self.tally.lone_surrogates_lost += 1
+                self.tally.note(f"{op} with a lone surrogate raised {type(exc).__name__}: {exc!s:.300}")
+                self._drop(index)
+                return None
             self.tally.uncaught_exceptions += 1
             self.tally.note(f"{op} raised {type(exc).__name__}: {exc!s:.300}")
             self._drop(index)
@@ -690,39 +700,31 @@ def _loosen(expect: Any) -> Any:
     return {"$subset": {"kind": expect.get("kind")}}
 
 
-class _WellFormedRun:
+class _WellFormedSession(CallSession):
     """Replies with lone surrogates as U+FFFD, the form the cases record (any transport's form)."""
 
-    def __init__(self, run: Any) -> None:
+    def __init__(self, inner: Session) -> None:
+        self._inner = inner
+
+    def _call(self, op: str, request: Any) -> Reply:
+        from intentref.suite._property_targets import well_formed_json
+
+        reply: Reply = getattr(self._inner, op)(request)
+        return Reply(well_formed_json(reply.value), reply.text, reply.envelope)
+
+    def release(self) -> None:
+        self._inner.release()
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class _WellFormedRun(Run):
+    def __init__(self, run: Run) -> None:
         self._run = run
 
-    def connect(self) -> Any:
-        from intentref.suite._property_targets import well_formed_json
-        from intentref.suite.conformance.targets import Reply
-
-        inner = self._run.connect()
-
-        class _Session:
-            def _call(self, op: str, request: Any) -> Any:
-                reply = getattr(inner, op)(request)
-                return Reply(well_formed_json(reply.value), reply.text, reply.envelope)
-
-            def prepare(self, request: Any) -> Any:
-                return self._call("prepare", request)
-
-            def accept(self, request: Any) -> Any:
-                return self._call("accept", request)
-
-            def cancel(self, request: Any) -> Any:
-                return self._call("cancel", request)
-
-            def release(self) -> None:
-                getattr(inner, "release", inner.close)()
-
-            def close(self) -> None:
-                inner.close()
-
-        return _Session()
+    def connect(self) -> Session:
+        return _WellFormedSession(self._run.connect())
 
     def close(self) -> None:
         self._run.close()

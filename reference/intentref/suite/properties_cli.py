@@ -188,7 +188,7 @@ def verdict(state: RunState, campaign_levels: Counter[str], campaign_cases: list
     normative = (len(property_failures["normative"]) + campaign_levels["divergences.normative"]
                  + tally.uncaught_exceptions + tally.non_replies + tally.lost_active_jobs)  # fmt: skip
     reference = (len(property_failures["reference"]) + campaign_levels["divergences.reference"]
-                 + tally.replay_drifts + tally.mispredictions)  # fmt: skip
+                 + tally.replay_drifts + tally.mispredictions + tally.lone_surrogates_lost)  # fmt: skip
     # pytest failing with no failed property recorded (a collection error, a -k that selects
     # nothing: exit 5) counts as a normative failure: nothing was shown to hold.
     unexplained = state.pytest_status not in (0, None) and not state.outcomes
@@ -353,6 +353,12 @@ def _status(tally: Any) -> str:
 # --------------------------------------------------------------------------- the report
 
 
+def _campaign_refusals() -> int:
+    from intentref.suite._property_targets import STATS
+
+    return int(STATS.get("protocol_refusals", 0))
+
+
 def report(tally: Any, pytest_stats: Counter[str], pytest_status: int | None, seconds: float, seed: int, profile: str,
            spec: str) -> dict[str, Any]:  # fmt: skip
     from rich.console import Console
@@ -368,9 +374,12 @@ def report(tally: Any, pytest_stats: Counter[str], pytest_status: int | None, se
         "uncaughtExceptions": tally.uncaught_exceptions + pytest_stats.get("uncaught_exceptions", 0),
         "nonReplies": tally.non_replies + pytest_stats.get("non_replies", 0),
         "lostActiveJobs": tally.lost_active_jobs,
+        "loneSurrogatesLost": tally.lone_surrogates_lost,
         "replayDrifts": tally.replay_drifts,
         "divergences": tally.divergences + pytest_stats.get("divergences", 0),
         "mispredictions": tally.mispredictions,
+        # Malformed calls the target's protocol layer refused, as seed 000 allows (D-CNF-055).
+        "protocolRefusals": _campaign_refusals() + pytest_stats.get("protocol_refusals", 0),
     }  # fmt: skip
     figures["totalCalls"] = sum(figures["calls"].values())
     figures["campaignEdgeCases"] = tally.edge_cases()
@@ -384,8 +393,10 @@ def report(tally: Any, pytest_stats: Counter[str], pytest_status: int | None, se
         table.add_row(f"  of which {label}", f"{count:,}", style="dim")
     for label, key in (("uncaught exceptions", "uncaughtExceptions"), ("non-replies", "nonReplies"),
                        ("lost active jobs", "lostActiveJobs"), ("replay drifts", "replayDrifts"),
-                       ("divergences", "divergences"), ("wrong predictions", "mispredictions")):  # fmt: skip
+                       ("divergences", "divergences"), ("wrong predictions", "mispredictions"),
+                       ("lone surrogates not carried", "loneSurrogatesLost")):  # fmt: skip
         table.add_row(label, str(figures[key]), style="red" if figures[key] else None)
+    table.add_row("refused by the protocol layer (allowed)", str(figures["protocolRefusals"]), style="dim")
     table.add_row("property modules", figures["pytest"], style=None if pytest_status in (0, None) else "red")
     table.add_row("time", f"{seconds:,.1f} s")
     console = Console()

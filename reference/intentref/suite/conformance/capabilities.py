@@ -156,7 +156,7 @@ def _probe_repair_attempts(target: Target) -> Verdict:
             two = _broken_until_error(session, "tworepairs", 4)
         finally:
             with contextlib.suppress(Exception):
-                getattr(session, "release", session.close)()
+                session.release()
     except Exception as exc:
         return Verdict(False, f"broke during the repairAttempts probe: {type(exc).__name__}: {exc}")
     finally:

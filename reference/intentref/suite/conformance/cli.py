@@ -1,13 +1,15 @@
 """intentref conformance: run the conformance suite against a target.
 
-    intentref conformance [--in-process | --stdio CMD | --http URL | --http-reference | --harness CMD]
-                          [--era 2026|legacy] [--level normative|all] [--only PAT] [--skip PAT]
-                          [--expected-failures FILE] [--timeout S] [--json F] [--junit F] [--html F]
+    intentref conformance [--in-process | --stdio CMD | --http URL | --http-reference | --harness CMD | --target SPEC]
+                          [--era auto|2026|legacy] [--jobs N] [--isolate] [--level normative|all]
+                          [--only PAT] [--skip PAT] [--expected-failures FILE] [--timeout S]
+                          [--json F] [--junit F] [--html F]
     intentref conformance --harness CMD --smoke
     intentref conformance --write-mjs [--check]
 
-Without a target option the bundled reference server runs over real stdio in the
-2026-07-28 era.  Exit statuses are ``EXIT_STATUSES`` (D-CNF-013).  Every mistake on the
+Without a target option the bundled reference server runs over real stdio, its era
+negotiated.  Cases go to ``--jobs`` worker processes (default: the CPUs this process may
+use).  Exit statuses are ``EXIT_STATUSES`` (D-CNF-013).  Every mistake on the
 command line (an option, a file, a report path, a selection of nothing) is found before
 any case runs.  Only argparse is imported here, so ``intentref --help`` stays fast.
 """
@@ -25,6 +27,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
+from intentref.suite.usage import UsageError
+
 # spec: D-CNF-013 -- one status per kind of outcome, so a CI script can tell them apart.
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
@@ -38,11 +42,6 @@ EXIT_STATUSES: Final = (
     (EXIT_TARGET_UNUSABLE, "the target could not start, or does not serve the instances the cases use"),
     (EXIT_NOTHING_SELECTED, "the selection (--level, --only, --skip) selects no case"),
 )
-TARGET_SPECS: Final = "in-process, variant:NAME, reference, stdio:COMMAND, http:URL, http-reference, harness:COMMAND, python:MODULE:ATTR"
-
-
-class UsageError(Exception):
-    """A bad option value found after parsing (a template, a baseline file): exit status 2."""
 
 
 class NothingSelected(Exception):
@@ -71,9 +70,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                        "with the suite's instances (intent-runtime-mcp --config conformance/instances.json --http ...)")
     group.add_argument("--http-reference", action="store_true", help="the bundled reference over HTTP on 127.0.0.1")
     group.add_argument("--harness", metavar="COMMAND", help="a JSON-lines harness (conformance/harness.schema.json)")
-    group.add_argument("--target", metavar="SPEC", help=f"any target by its spec: {TARGET_SPECS}")
-    targets.add_argument("--era", choices=("2026", "legacy"), default="2026",
-                         help="MCP era: 2026 (2026-07-28, default) or legacy (initialize handshake)")  # fmt: skip
+    group.add_argument("--target", metavar="SPEC", help="any target by its spec (intentref targets lists the kinds)")
+    targets.add_argument("--era", choices=("auto", "2026", "legacy"), default="auto",
+                         help="MCP era: auto (negotiated, default), 2026 (2026-07-28) or legacy (initialize handshake)")  # fmt: skip
     targets.add_argument("--cold-start", action="store_true",
                          help="default target: start every server process from the console script, not forked")  # fmt: skip
     targets.add_argument("--smoke", action="store_true", help="with --harness: check the harness protocol only")
@@ -86,6 +85,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     chosen.add_argument("--cases", metavar="DIR", help="fixture folder (default: the bundled conformance/cases)")
     chosen.add_argument("--timeout", type=float, default=10.0, metavar="S",
                         help="longest wait for one answer (default 10 s); longer is errored")  # fmt: skip
+    chosen.add_argument("--jobs", type=_positive, metavar="N",
+                        help="worker processes (default: the CPUs this process may use)")  # fmt: skip
+    chosen.add_argument("--isolate", action="store_true",
+                        help="give every case a run of its own (a new server process over stdio); "
+                             "by default cases that need no new Bridge share long-lived ones")  # fmt: skip
 
     out = p.add_argument_group("reports")
     out.add_argument("--json", dest="json_out", metavar="FILE", help="write the JSON report")
@@ -95,6 +99,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--write-mjs", action="store_true", help="maintenance: regenerate conformance/instances.mjs")
     p.add_argument("--check", action="store_true", help="with --write-mjs: exit 1 if instances.mjs is stale")
     p.set_defaults(run=run)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -145,63 +159,13 @@ def _write_mjs(check: bool) -> int:
 # --------------------------------------------------------------------------- targets
 
 
-def make_target(spec: str, era: str = "2026", timeout: float = 10.0, cold_start: bool = False
+def make_target(spec: str, era: str = "auto", timeout: float = 10.0, cold_start: bool = False
                 ) -> tuple[Any, Callable[[], None]]:  # fmt: skip
-    """A target from its spec (``TARGET_SPECS``) and the function that releases it all."""
-    kind, _, rest = spec.partition(":")
-    if kind == "in-process":
-        from intentref.suite.conformance.targets import InProcessTarget
+    """A target from its spec (``registry``) and the function that releases it all."""
+    from intentref.suite.conformance import registry
 
-        target: Any = InProcessTarget()
-        return target, target.close
-    if kind == "variant":  # the reference with other decisions (D-CNF-040)
-        from intentref.suite.conformance import variants
-
-        try:
-            target = variants.target(rest)
-        except KeyError as exc:
-            raise UsageError(str(exc.args[0])) from None
-        return target, target.close
-    if kind == "python":
-        import importlib
-
-        module, _, attr = rest.rpartition(":")
-        made = getattr(importlib.import_module(module), attr)
-        target = made() if callable(made) and not hasattr(made, "open") else made
-        return target, target.close
-    if kind == "harness":
-        from intentref.suite.conformance.harness import HarnessTarget
-
-        target = HarnessTarget(rest, timeout)
-        return target, target.close
-    from intentref.suite.conformance import mcp_targets
-
-    try:
-        if kind == "reference":
-            target = mcp_targets.StdioTarget.reference(era, timeout, fork=not cold_start)
-            return target, target.close
-        if kind == "stdio":
-            target = mcp_targets.StdioTarget(rest, era, timeout)
-            return target, target.close
-    except ValueError as exc:  # a bad template
-        raise UsageError(str(exc)) from None
-    if kind == "http":
-        target = mcp_targets.HttpTarget(rest, era, timeout)
-        return target, target.close
-    if kind == "http-reference":
-        from intentref.suite.conformance.targets import load_instances
-
-        server = mcp_targets.HttpReference(load_instances())
-        target = mcp_targets.HttpTarget(server.url, era, timeout, name=f"reference over HTTP ({era}) at {server.url}")
-
-        def close() -> None:
-            try:
-                target.close()
-            finally:
-                server.close()
-
-        return target, close
-    raise UsageError(f"unknown target {spec!r}; use one of: {TARGET_SPECS}")
+    target = registry.parse(spec, era, timeout, cold_start).build()
+    return target, target.close
 
 
 def _spec(args: argparse.Namespace) -> str:
@@ -280,26 +244,6 @@ def _report_paths(args: argparse.Namespace) -> list[tuple[str, str, str]]:
     return chosen
 
 
-def _program_problem(args: argparse.Namespace) -> str | None:
-    """Why the program of a --stdio or --harness command cannot be run, or None: asked before
-    the fixtures load, so a mistyped command costs no start-up (D-CNF-013)."""
-    import shlex
-
-    from intentref.suite.conformance.targets import program_problem
-
-    command = args.stdio or args.harness
-    if not command:
-        return None
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return None  # an unbalanced quote: building the target says so as a usage error
-    if not words or words[0].startswith(("[", "{")):
-        return None
-    problem = program_problem(words[0])
-    return None if problem is None else f"cannot run {words[0]!r}: {problem}"
-
-
 def _selected(args: argparse.Namespace) -> list[Any]:
     from intentref.suite.conformance.fixtures import load_cases, select
 
@@ -336,8 +280,7 @@ def _check_instances(target: Any, cases: list[Any]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from intentref.suite.conformance import baseline
-    from intentref.suite.conformance.runner import execute
+    from intentref.suite.conformance import baseline, registry, workers
     from intentref.suite.conformance.targets import TargetCannotStart
 
     listed: dict[str, str] = {}
@@ -349,35 +292,29 @@ def _run(args: argparse.Namespace) -> int:
     if args.cases and not Path(args.cases).is_dir():
         raise UsageError(f"--cases {args.cases}: not a folder")
     report_paths = _report_paths(args)
-    spec = _spec(args)
-    problem = _program_problem(args)
+    spec = registry.parse(_spec(args), args.era, args.timeout, args.cold_start)  # every mistake in it, now
+    problem = registry.program_problem(spec)
     if problem is not None:
-        # A bad template is a usage error even when its program is also missing: building
-        # the target says so first; a sound one is released unused.
-        make_target(spec, args.era, args.timeout, args.cold_start)[1]()
         raise TargetCannotStart(problem)
     started_at = datetime.now(UTC)
     started = time.perf_counter()
     # The selection before the target: a selection of nothing is a mistake found in the
     # time it takes to read the fixtures, with no server started and stopped for it.
     cases = _selected(args)
-    target, release = make_target(spec, args.era, args.timeout, args.cold_start)
+    jobs = args.jobs or workers.default_jobs()
+    spec = _checked(spec, cases)
     console = _console()
     first_done: list[float] = []
-    try:
-        _check_instances(target, cases)
-        with _progress(console, cases) as advance:
+    with _progress(console, cases) as advance:
 
-            def on_outcome(case: Any, outcome: Any) -> None:
-                if not first_done:
-                    first_done.append(time.perf_counter())
-                advance(case, outcome)
+        def on_outcome(case: Any, outcome: Any) -> None:
+            if not first_done:
+                first_done.append(time.perf_counter())
+            advance(case, outcome)
 
-            outcomes = execute(cases, target, on_outcome=on_outcome)
-    finally:
-        release()
+        outcomes, work = workers.execute(cases, spec, jobs=jobs, isolate=args.isolate, on_outcome=on_outcome)
     ended = time.perf_counter()
-    run_info = _run_info(args, spec, target, started_at, ended - started, len(cases))
+    run_info = _run_info(args, spec, work, started_at, ended - started, len(cases), jobs)
     _print_summary(console, run_info, cases, outcomes, args.cases)
     from intentref.suite.conformance import reports
 
@@ -389,7 +326,7 @@ def _run(args: argparse.Namespace) -> int:
         # matters for a long suite is the one after it.
         rate = (len(cases) - 1) / max(ended - first_done[0], 1e-9)
         print(f"{len(cases)} cases in {ended - started:.1f} s; {rate:.0f} cases/s after start-up "
-              f"({first_done[0] - started:.1f} s)")  # fmt: skip
+              f"({first_done[0] - started:.1f} s), {jobs} worker process{'es' if jobs != 1 else ''}")  # fmt: skip
     verdict = baseline.judge(outcomes, listed)
     if listed:
         print(f"expected failures: {len(verdict.expected)} still failing, {len(verdict.stale)} stale, "
@@ -399,19 +336,46 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_OK if verdict.ok else EXIT_FAILED
 
 
-def _run_info(args: argparse.Namespace, spec: str, target: Any, started_at: datetime, seconds: float,
-              count: int) -> dict[str, Any]:  # fmt: skip
+def _checked(spec: Any, cases: list[Any]) -> Any:
+    """A server configured elsewhere: its era negotiated once, and the instances the cases use served.
+
+    Asked here, before any worker starts, so a server that cannot serve the run stops it with
+    one line (D-CNF-013, D-CNF-052).
+    """
+    from intentref.suite.conformance.registry import KINDS
+
+    if not KINDS[spec.kind].configured_elsewhere:
+        return spec
+    target = spec.build()
+    try:
+        if not target.configured_elsewhere:
+            return spec
+        from dataclasses import replace
+
+        negotiate = getattr(target, "negotiate", None)
+        if negotiate is not None and spec.era == "auto":
+            spec = replace(spec, era=negotiate())  # the workers need not ask again
+        _check_instances(target, cases)
+        return spec
+    finally:
+        target.close()
+
+
+def _run_info(args: argparse.Namespace, spec: Any, work: Any, started_at: datetime, seconds: float,
+              count: int, jobs: int) -> dict[str, Any]:  # fmt: skip
     from intentref import __version__
 
-    transport = getattr(target, "transport", "?")
     return {
-        "target": getattr(target, "name", spec),
-        "transport": transport,
-        "era": args.era if transport == "mcp" else "-",  # only MCP has eras
+        "target": work.name or spec.text,
+        "transport": work.transport,
+        "era": (work.era or spec.era) if work.transport == "mcp" else "-",  # only MCP has eras
+        "eraAsked": spec.era if work.transport == "mcp" else "-",  # auto: the era above was negotiated
         "started": started_at.isoformat(timespec="seconds"),
         "seconds": round(seconds, 3),
         "python": platform.python_version(),
         "intentref version": __version__,
+        "jobs": jobs,
+        "isolate": bool(args.isolate),
         "selection": {
             "level": args.level,
             "only": list(args.only),

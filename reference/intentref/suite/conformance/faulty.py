@@ -30,7 +30,7 @@ from intentref.core.limits import MAX_CANCEL_DETAIL_BYTES, utf8_length, well_for
 from intentref.suite.conformance.fixtures import Case
 from intentref.suite.conformance.runner import execute
 from intentref.suite.conformance.script import CaseOutcome
-from intentref.suite.conformance.targets import CallSession, InProcessTarget, Reply, Run, Session
+from intentref.suite.conformance.targets import CallSession, InProcessTarget, Reply, Run, Session, Target
 
 Json = Any
 Request = Any
@@ -428,7 +428,7 @@ def _parses_to(text: str, value: Json) -> bool:
         return False
 
 
-class McpModelRun:
+class McpModelRun(Run):
     def __init__(self, bridge: Any, invert_is_error: bool) -> None:
         self._bridge = bridge
         self._invert = invert_is_error
@@ -440,7 +440,7 @@ class McpModelRun:
         self._bridge.close()
 
 
-class McpModelTarget:
+class McpModelTarget(Target):
     """The reference behind the reference MCP tool layer, without a process or a socket.
 
     Not a substitute for the real MCP targets (``mcp_targets``): it exists so the envelope

@@ -36,6 +36,7 @@ from intentref.suite.conformance.targets import (
     Run,
     ServerExited,
     Session,
+    Target,
     TargetCannotStart,
     TargetUnsupported,
     load_instances,
@@ -196,7 +197,7 @@ class _HarnessSession(CallSession):
         self._child.request("close", session=self._id)
 
 
-class _HarnessRun:
+class _HarnessRun(Run):
     def __init__(self, target: HarnessTarget, child: LineChild) -> None:
         self._target = target
         self._child = child
@@ -210,7 +211,7 @@ class _HarnessRun:
         self._target._give_back(self._child)
 
 
-class HarnessTarget:
+class HarnessTarget(Target):
     """An implementation behind the JSON-lines harness protocol (``conformance/harness.schema.json``)."""
 
     transport = "harness"

@@ -23,7 +23,6 @@ import os
 import platform
 import statistics
 import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -34,6 +33,7 @@ from typing import Any, Final
 
 from intentref.suite.conformance.fixtures import Case
 from intentref.suite.conformance.script import ERRORED, FAILED, PASSED, UNSUPPORTED, CaseOutcome
+from intentref.suite.usage import UsageError
 
 MATRIX_FORMAT: Final = "intentref-matrix/1"
 # The whole run stops after this many seconds unless told otherwise: the default set takes
@@ -47,10 +47,6 @@ GROUPS: Final = ("reference", "variants", "faulty")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-class UsageError(Exception):
-    pass
-
-
 @dataclass
 class Implementation:
     """One column: a named target spec, and what happened when it ran."""
@@ -58,7 +54,7 @@ class Implementation:
     name: str
     spec: str
     kind: str  # reference, variant, faulty or user
-    era: str = "2026"
+    era: str = "auto"
     expected_failures: str | None = None
     outcomes: dict[str, CaseOutcome] = field(default_factory=dict)
     error: str | None = None
@@ -94,9 +90,9 @@ def read_targets_file(path: str) -> list[Implementation]:
     for index, entry in enumerate(targets):
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not isinstance(entry.get("spec"), str):
             raise UsageError(f"--targets {path}: /targets/{index} needs string members name and spec")
-        era = entry.get("era", "2026")
-        if era not in ("2026", "legacy"):
-            raise UsageError(f"--targets {path}: /targets/{index}/era must be 2026 or legacy")
+        era = entry.get("era", "auto")
+        if era not in ("auto", "2026", "legacy"):
+            raise UsageError(f"--targets {path}: /targets/{index}/era must be auto, 2026 or legacy")
         found.append(Implementation(entry["name"], entry["spec"], "user", era, entry.get("expectedFailures")))
     return found
 
@@ -111,22 +107,20 @@ def parse_target_option(text: str) -> Implementation:
 # --------------------------------------------------------------------------- running
 
 
-def _make(impl: Implementation, timeout: float) -> tuple[Any, Callable[[], None]]:
-    kind, _, rest = impl.spec.partition(":")
-    if kind == "faulty":
-        from intentref.suite.conformance import faulty
-
-        if rest not in faulty.FAULTS:
-            raise UsageError(f"no faulty implementation {rest!r}; known: {', '.join(faulty.FAULTS)}")
-        target = faulty.faulty_target(rest)
-        return target, target.close
-    from intentref.suite.conformance.cli import UsageError as CliUsageError
-    from intentref.suite.conformance.cli import make_target
+def _spec_or_error(impl: Implementation, timeout: float) -> Any:
+    """The implementation's parsed spec, or None with its column's error set (D-CNF-041)."""
+    from intentref.suite.conformance import registry
 
     try:
-        return make_target(impl.spec, impl.era, timeout)
-    except CliUsageError as exc:
-        raise UsageError(str(exc)) from None
+        spec = registry.parse(impl.spec, impl.era, timeout)
+    except UsageError as exc:
+        impl.error = f"could not start: {exc}"
+        return None
+    problem = registry.program_problem(spec)
+    if problem is not None:
+        impl.error = f"could not start: {problem}"
+        return None
+    return spec
 
 
 def _time_seed_flow(target: Any, case: Case) -> float | None:
@@ -145,96 +139,69 @@ def _time_seed_flow(target: Any, case: Case) -> float | None:
         executor.close()
 
 
-def _run_one(impl: Implementation, cases: list[Case], timeout: float, stop: threading.Event,
-             released: dict[str, Callable[[], None]]) -> None:  # fmt: skip
-    from intentref.suite.conformance.runner import execute
-    from intentref.suite.conformance.targets import TargetCannotStart
-
-    started = time.perf_counter()
-    try:
-        target, release = _make(impl, timeout)
-    except Exception as exc:  # a bad spec or a target that cannot be built: the whole column
-        impl.error = f"could not start: {exc}"
-        impl.seconds = time.perf_counter() - started
-        return
-    released[impl.name] = release
-
-    def heard(case: Case, outcome: CaseOutcome) -> None:
-        impl.outcomes[case.id] = outcome
-        if stop.is_set():
-            raise _Stopped
-
-    try:
-        execute(cases, target, on_outcome=heard)
-        flow = next((c for c in cases if c.id == SEED_FLOW_CASE), None)
-        if flow is not None and not stop.is_set():
-            impl.flow_ms = _time_seed_flow(target, flow)
-    except _Stopped:
-        pass
-    except TargetCannotStart as exc:  # D-CNF-013: no case can be blamed; the column says why
-        impl.error = f"could not start: {exc}"
-    except Exception as exc:  # the target broke the runner itself: say so in its column
-        impl.error = f"the run broke: {type(exc).__name__}: {exc}"
-    finally:
-        impl.seconds = time.perf_counter() - started
-        if released.pop(impl.name, None) is not None:
-            _quietly(release)
-
-
-class _Stopped(Exception):
-    """Raised from the outcome callback once the time limit ran out."""
-
-
-def _quietly(call: Callable[[], None]) -> None:
-    with contextlib.suppress(Exception):  # a target that fails to close has said what it could
-        call()
-
-
 def run_matrix(impls: list[Implementation], cases: list[Case], *, time_limit: float = DEFAULT_TIME_LIMIT_S,
                timeout: float = 10.0, jobs: int | None = None,
                progress: Callable[[Implementation], None] | None = None) -> float:  # fmt: skip
-    """Run every implementation over ``cases``, ``jobs`` at a time; the wall seconds taken."""
-    jobs = max(1, jobs or os.cpu_count() or 1)
+    """Run every implementation over ``cases``; the wall seconds taken.
+
+    The cases of all implementations go into one pool of units of work over ``jobs`` worker
+    processes (D-CNF-054), so no single implementation sets the run's length; each keeps its
+    own time (the seconds its units took).
+    """
+    from intentref.suite.conformance import workers
+
+    jobs = jobs or workers.default_jobs()
     started = time.perf_counter()
-    deadline = started + time_limit
-    stop = threading.Event()
-    released: dict[str, Callable[[], None]] = {}
-    slots = threading.Semaphore(jobs)
-    threads: list[tuple[Implementation, threading.Thread]] = []
-
-    def worker(impl: Implementation) -> None:
-        try:
-            if not stop.is_set():
-                _run_one(impl, cases, timeout, stop, released)
-        finally:
-            slots.release()
-            if progress is not None:
-                progress(impl)
-
-    for impl in impls:
-        while not slots.acquire(timeout=0.2):
-            if time.perf_counter() >= deadline:
-                break
-        else:
-            thread = threading.Thread(target=worker, args=(impl,), name=f"matrix {impl.name}", daemon=True)
-            threads.append((impl, thread))
-            thread.start()
+    deadline = time.monotonic() + time_limit
+    works: list[workers.Work] = []
+    by_key: dict[str, Implementation] = {}
+    for number, impl in enumerate(impls):
+        spec = _spec_or_error(impl, timeout)
+        if spec is None:
             continue
-        break
-    for _impl, thread in threads:
-        thread.join(max(0.0, deadline - time.perf_counter()))
-    if any(thread.is_alive() for _impl, thread in threads) or len(threads) < len(impls):
-        stop.set()
-        for release in list(released.values()):
-            _quietly(release)
-        for _impl, thread in threads:
-            thread.join(5.0)
+        work = workers.Work(str(number), spec, list(cases))
+        try:
+            workers.plan_work([work])
+        except Exception as exc:  # a target that cannot even be built: its whole column
+            impl.error = f"could not start: {exc}"
+            continue
+        works.append(work)
+        by_key[work.key] = impl
+
+    def heard(work: workers.Work, index: int, outcome: CaseOutcome) -> None:
+        impl = by_key[work.key]
+        impl.outcomes[cases[index].id] = outcome
+        if progress is not None and len(impl.outcomes) == len(cases):
+            impl.seconds = work.seconds
+            progress(impl)
+
     reason = f"the matrix's time limit ({time_limit:g} s) ran out before this case was answered"
+    with workers.shared_resources(works):
+        workers.run_works(works, jobs, heard, stop_on_cannot_start=False, deadline=deadline, deadline_reason=reason)
+        flow = next((c for c in cases if c.id == SEED_FLOW_CASE), None)
+        for work in works:
+            impl = by_key[work.key]
+            impl.seconds = work.seconds
+            if work.error is not None:
+                impl.error = f"could not start: {work.error}"
+            elif flow is not None and time.monotonic() < deadline:
+                _time_flow_of(impl, work, flow)
     for impl in impls:
         if impl.error is None and len(impl.outcomes) < len(cases):
             for case in cases:
                 impl.outcomes.setdefault(case.id, CaseOutcome(case.id, ERRORED, detail=reason))
     return time.perf_counter() - started
+
+
+def _time_flow_of(impl: Implementation, work: Any, flow: Case) -> None:
+    target = work.spec.build()
+    try:
+        impl.flow_ms = _time_seed_flow(target, flow)
+    except Exception:  # the timing is a figure of the report, never a verdict
+        impl.flow_ms = None
+    finally:
+        with contextlib.suppress(Exception):
+            target.close()
 
 
 # --------------------------------------------------------------------------- the report
@@ -478,7 +445,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--only", action="append", default=[], metavar="PATTERN", help="case ids to run (fnmatch)")
     p.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT_S, metavar="S", help="for the whole run")
     p.add_argument("--timeout", type=float, default=10.0, metavar="S", help="for each answer of a target")
-    p.add_argument("--jobs", type=int, default=0, metavar="N", help="implementations run at once (default: CPUs)")
+    p.add_argument("--jobs", type=int, default=0, metavar="N", help="worker processes (default: the CPUs this process may use)")
     p.set_defaults(run=main)
 
 

@@ -1,4 +1,4 @@
-"""MCP targets: a server spawned over stdio, or one already listening on streamable HTTP.
+"""MCP targets: a server spawned over stdio, or one listening on streamable HTTP.
 
 Both drive the server through the MCP SDK's own ``Client`` on an event loop in a
 background thread (an anyio blocking portal), so the synchronous runner can call them.
@@ -6,14 +6,20 @@ background thread (an anyio blocking portal), so the synchronous runner can call
 Over stdio one process is one connection is one Bridge session (D-MCP-002), which
 shapes everything here (D-CNF-001..004):
 
-* a run is one server process; the shared run's connection serves case after case, and
-  at the end of a case ``release()`` cancels whatever jobs the case left active instead
-  of closing the connection;
-* a case's further connections (a second session, or a session reopened after
-  ``close``) are further processes of the same configuration: separate Bridges, so the
-  case is unsupported when it also sets Bridge options (capacity is Bridge-wide);
-* a configuration fault is an exit status and a line on stderr, not a
-  SerializedIntentError, so construction cases are checked only for their verdict.
+* a run is a configuration; its connections are server processes of that configuration,
+  kept while the run lasts: a case's session hands its connection back when the case is
+  over (the runner has ended its jobs), and the next case takes it (D-CNF-002);
+* a case's further connections (a second session, or a session reopened after ``close``)
+  are further processes of the same configuration: separate Bridges, so the case is
+  unsupported when it also sets Bridge options (capacity is Bridge-wide).  A connection a
+  case closed is not handed to that case again: a reopened session is another Bridge, as a
+  new process would be;
+* a configuration fault is an exit before answering, whatever the status and stderr say:
+  the runner judges a configuration case by that alone (D-CNF-051).
+
+The era (``2026`` for 2026-07-28, ``legacy`` for the initialize handshake) may be ``auto``:
+the first connection negotiates it (``server/discover``, falling back to ``initialize``)
+and every later one uses what it found (D-CNF-052).
 """
 
 from __future__ import annotations
@@ -35,53 +41,57 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import IO, Any, Final
 
 import anyio
 import httpx2
 import mcp_types as types
+import pydantic
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from intentref.suite.conformance.harness import dumps_wire
 from intentref.suite.conformance.mcp_transport import (
     CLOSE_GRACE,
     ForkedProcess,
+    ForkedServer,
     ProcessInfo,
     SpawnedProcess,
     WireHttpClient,
     Zygote,
     stdio_transport,
 )
+from intentref.suite.conformance.runner import OWN_RUNS_AT_ONCE
 from intentref.suite.conformance.targets import (
+    REFERENCE_CAPABILITIES,
     CallSession,
-    ConfigRejected,
+    PlannedRun,
     ProtocolRefusal,
     Reply,
     Run,
     ServerExited,
     Session,
+    Target,
     TargetCannotStart,
     TargetUnsupported,
+    has_lone_surrogate,
 )
 
 DEFAULT_TIMEOUT: Final = 10.0
-# Cases with runs of their own executed at once beside the shared run (D-CNF-011): most of
-# such a case's time is its server starting or a TTL running out, not CPU.
-PARALLEL_RUNS: Final = 4
-# Server processes of the shared configuration the shared cases are dealt over (D-CNF-012).
-# Measured on 2 CPUs: 1 -> 63, 2 -> 76, 4 -> 97 cases/s; more gave nothing (the runner's
-# own client work, under one GIL, is then the limit).
-SHARED_RUNS: Final = 4
-# Servers of upcoming configured runs started ahead (StdioTarget.expect_runs): one for
-# each parallel case, so none waits for its server while the one before runs.
-PREFETCH: Final = PARALLEL_RUNS + 1
+# Servers of upcoming runs of their own started ahead (StdioTarget.expect_runs): one for each
+# run the worker has open at once, and one more, so none waits for its server to start.
+PREFETCH: Final = OWN_RUNS_AT_ONCE + 1
 # Seconds a server that broke off its start-up gets to be reaped, so its exit status can be
 # shown; a process that never existed is not waited for at all.
 PROCESS_REAP_WAIT: Final = 3.0
-ERAS: Final = {"2026": "2026-07-28", "legacy": "legacy"}  # our name -> Client(mode=...)
+# Seconds a server that left a request unanswered gets to answer a tools/list instead: if it
+# does, it is alive and dropped that request (D-CNF-053).
+ALIVE_CHECK_TIMEOUT: Final = 2.0
+ERAS: Final = ("2026", "legacy", "auto")
+_CLIENT_MODES: Final = {"2026": "2026-07-28", "legacy": "legacy", "auto": "auto"}  # our name -> Client(mode=...)
 PLACEHOLDERS: Final = ("config", "maxJobs", "maxReplayEntries", "maxReplayBytes", "jobTtlMs", "replayTtlMs")
 # The bundled CLI: each option flag only when the run sets that option.
 REFERENCE_ARGS: Final = (
@@ -89,8 +99,6 @@ REFERENCE_ARGS: Final = (
     " [--max-replay-bytes {maxReplayBytes}] [--job-ttl-ms {jobTtlMs}] [--replay-ttl-ms {replayTtlMs}]"
 )
 _PLACEHOLDER: Final = re.compile(r"\{([A-Za-z]+)\}")
-_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
-_CONFIG_FAULT: Final = re.compile(r"configuration fault: .*?: (?P<code>[A-Z][A-Z0-9_]+): (?P<message>.*)$", re.M)
 
 
 def reference_program() -> list[str]:
@@ -195,11 +203,6 @@ def connections_of(case: dict[str, Any]) -> int:
     return count
 
 
-def verdict_only(expect: Any) -> bool:
-    """A construction expectation MCP can check: only whether the server starts (D-CNF-003)."""
-    return bool(expect == {"ok": True} or expect == {"$not": {"ok": True}})
-
-
 def _same_json(a: Any, b: Any) -> bool:
     """JSON equality: ``true`` is not ``1``, ``1`` is ``1.0``, member order does not matter."""
     if isinstance(a, dict) and isinstance(b, dict):
@@ -244,21 +247,25 @@ class Connection:
     """One MCP client connection, held open by a task on the portal's event loop.
 
     Construction starts it; ``wait()`` blocks until the server has answered (or raises
-    why it did not), so a target can start connections ahead of need (prefetch).
+    why it did not), so a target can start connections ahead of need (prefetch).  ``era``
+    is the target's ``EraChoice``: it gives the Client mode and learns what ``auto`` found.
     """
 
-    def __init__(self, portal: BlockingPortal, make_transport: Callable[[], Any], mode: str, timeout: float,
+    def __init__(self, portal: BlockingPortal, make_transport: Callable[[], Any], era: EraChoice, timeout: float,
                  startup_timeout: float, info: ProcessInfo | None = None, wait: bool = True,
-                 address: str = "") -> None:  # fmt: skip
+                 address: str = "", dropped: DroppedRequests | None = None) -> None:  # fmt: skip
         self._portal = portal
         self.address = address  # where an HTTP server should answer, for the message when none does
         self._make_transport = make_transport
-        self._mode = mode
+        self._era = era
+        self._mode = era.mode()
         self.timeout = timeout
         self.info = info
         self.broken: str | None = None
+        self._dropped = dropped if dropped is not None else DroppedRequests()
         self._stop: anyio.Event | None = None
         self._client: Client | None = None
+        self._answered_first = False  # the server answered one request (not: it refused our era)
         self._ready = threading.Event()  # set once connected, or once the attempt is over
         self._failure: Exception | None = None
         self._loop: asyncio.AbstractEventLoop = portal.call(asyncio.get_running_loop)
@@ -287,8 +294,10 @@ class Connection:
                 cache=None,  # tools/call is not cacheable; nothing to gain from a cache
                 client_info=types.Implementation(name="intentref-conformance", version="0.1.0"),
             ) as client:
+                self._answered_first = self._mode != "2026-07-28"  # a handshake was answered
                 await client.list_tools()  # a real round trip: the server is up and serving
                 scope.deadline = math.inf
+                self._era.learn(client.protocol_version)
                 self._client = client
                 self._ready.set()
                 await self._stop.wait()
@@ -297,6 +306,15 @@ class Connection:
 
     def _startup_error(self, exc: BaseException) -> Exception:
         root = _root(exc)
+        if isinstance(root, MCPError) and root.code not in _TRANSPORT_FAILURES:
+            # The server is up and answers, but not in this era (D-CNF-052): no case can run.
+            return TargetCannotStart(self._era.refused(f"JSON-RPC error {root.code} ({root.message})"))
+        if isinstance(root, pydantic.ValidationError) and self._era.asked != "auto":
+            # It answered, with a result this era does not know (a handshake-era tools/list
+            # lacks the 2026-07-28 members): the same refusal in other words (D-CNF-052).
+            missing = sorted({str(e["loc"][0]) for e in root.errors() if e.get("type") == "missing" and e.get("loc")})
+            said = f"a {root.title} without {', '.join(missing)}" if missing else f"a {root.title} this era does not read"
+            return TargetCannotStart(self._era.refused(said))
         if self.info is None:
             if isinstance(root, httpx2.ConnectError):  # nothing listens there: no case can run
                 return TargetCannotStart(f"nothing answers at {self.address or 'the server address'} ({_describe(exc)})")
@@ -308,15 +326,9 @@ class Connection:
         deadline = time.monotonic() + PROCESS_REAP_WAIT
         while self.info.returncode is None and time.monotonic() < deadline:
             time.sleep(0.01)  # the transport records the status once the process is reaped
-        fault = _CONFIG_FAULT.search(self.info.stderr_text())
-        if self.info.returncode == 2 or fault is not None:
-            # The command's answer to a configuration it refuses (intent-runtime-mcp: status 2
-            # and one line naming file, pointer and code); MCP carries nothing more (D-CNF-003).
-            error: dict[str, Any] = {"message": self.info.hint()}
-            if fault is not None:
-                error = {"code": fault["code"], "message": fault["message"]}
-            return ConfigRejected(error)
         if self.info.returncode is not None:
+            # Whatever its status and stderr: the server would not serve this configuration
+            # (D-CNF-051); the runner decides what that means for the case.
             return ServerExited(f"the server exited before answering ({self.info.hint()})")
         return RuntimeError(f"the server did not start ({_describe(exc)}): {self.info.hint()}")
 
@@ -327,12 +339,16 @@ class Connection:
             # tools/call carries its arguments as an object; a request that is not one can be
             # put to a Bridge directly, never through MCP.
             raise TargetUnsupported(f"MCP tool arguments are an object, and this request is a {type(arguments).__name__}")
+        lone = has_lone_surrogate(arguments)
+        if lone and self._dropped.lone_surrogates is not None:
+            # D-CNF-053: this server already left such a request unanswered; one wait per target is enough.
+            raise RuntimeError(f"{tool} left unanswered: {self._dropped.lone_surrogates}")
         try:
             # Straight onto the loop: a blocking portal's call costs twice as much per hop,
             # and a suite makes thousands of them.
             result = asyncio.run_coroutine_threadsafe(self._call(tool, arguments), self._loop).result()
         except MCPError as exc:
-            if exc.code == types.PARSE_ERROR and _has_lone_surrogate(arguments):
+            if exc.code == types.PARSE_ERROR and lone:
                 # The server's JSON-RPC layer refused the escape before any tool ran (the
                 # reference's handshake-era HTTP does, D-MCP-008): the question cannot be
                 # asked over this transport, and the connection goes on (D-CNF-005).
@@ -344,7 +360,9 @@ class Connection:
                 # and the connection goes on (seed 000 allows such a throw).
                 raise ProtocolRefusal(f"a JSON-RPC error {exc.code}: {exc.message}"[:500], exc.code) from None
             raise self._broke(tool, exc) from None
-        except Exception as exc:  # a timeout, a closed connection, a malformed answer
+        except TimeoutError:
+            raise self._unanswered(tool, lone) from None
+        except Exception as exc:  # a closed connection, a malformed answer
             raise self._broke(tool, exc) from None
         reply = reply_of(result)
         if result.is_error and not _is_bridge_reply(reply.value):
@@ -352,6 +370,24 @@ class Connection:
             shown = (reply.text or "no text content").replace("\n", " ")
             raise ProtocolRefusal(f"an isError tool result that is not a BridgeReply: {shown}"[:500])
         return reply
+
+    def _unanswered(self, tool: str, lone: bool) -> RuntimeError:
+        """A request not answered in time: a dead or stuck server, or one that dropped it (D-CNF-053)."""
+        try:
+            asyncio.run_coroutine_threadsafe(self._alive(), self._loop).result()
+        except Exception:
+            return self._broke(tool, TimeoutError())
+        cause = f"the server answered tools/list at once but not this {tool} within {self.timeout:g} s"
+        if lone:
+            cause += ("; the request holds a lone surrogate (an escape like \\ud800), which some JSON-RPC layers "
+                      "drop without an answer (D-CNF-053)")  # fmt: skip
+            self._dropped.lone_surrogates = cause
+        return RuntimeError(f"{tool} left unanswered: {cause}")
+
+    async def _alive(self) -> None:
+        assert self._client is not None
+        with anyio.fail_after(ALIVE_CHECK_TIMEOUT):
+            await self._client.session.send_request(types.ListToolsRequest(), types.ListToolsResult)
 
     def _broke(self, tool: str, exc: BaseException) -> RuntimeError:
         self.broken = _describe(exc)
@@ -380,22 +416,60 @@ class Connection:
             self._holder.result(timeout=3 * CLOSE_GRACE + 5)
 
 
+@dataclass
+class DroppedRequests:
+    """What a target learnt of requests its server leaves unanswered (D-CNF-053), shared by its connections."""
+
+    lone_surrogates: str | None = None
+
+
+class EraChoice:
+    """The MCP era a target speaks: pinned by the user, or negotiated once by its first connection (D-CNF-052)."""
+
+    def __init__(self, era: str) -> None:
+        if era not in ERAS:
+            raise ValueError(f"era must be one of {', '.join(ERAS)}, got {era!r}")
+        self.asked = era
+        self.found: str | None = None if era == "auto" else era
+        self.version: str | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def era(self) -> str:
+        """The era in force: ``2026`` or ``legacy``, or ``auto`` until a connection has negotiated it."""
+        return self.found or self.asked
+
+    def mode(self) -> str:
+        return _CLIENT_MODES[self.era]
+
+    def learn(self, version: str | None) -> None:
+        with self._lock:
+            self.version = version
+            if self.found is None:
+                self.found = "legacy" if version in HANDSHAKE_PROTOCOL_VERSIONS else "2026"
+
+    def refused(self, said: str) -> str:
+        """One line: the pinned era was answered with ``said``, and the option that helps."""
+        if self.asked == "2026":
+            return (f"the server answered the 2026-07-28 era with {said}: it may speak only the initialize "
+                    "handshake; run with --era legacy, or --era auto to negotiate")  # fmt: skip
+        if self.asked == "legacy":
+            return (f"the server answered the initialize handshake with {said}: it may speak only the 2026-07-28 "
+                    "era; run with --era 2026, or --era auto to negotiate")  # fmt: skip
+        return f"the server answered neither server/discover nor initialize: {said}"
+
+    def describe(self) -> str:
+        if self.asked == "auto":
+            return f"auto: {self.found} ({self.version})" if self.found else "auto"
+        return self.asked
+
+
 # JSON-RPC error codes that say the connection failed, not that the server refused the call.
 _TRANSPORT_FAILURES: Final = frozenset({types.CONNECTION_CLOSED, types.REQUEST_TIMEOUT})
 
 
 def _is_bridge_reply(value: Any) -> bool:
     return isinstance(value, dict) and value.get("kind") in ("task", "result", "error")
-
-
-def _has_lone_surrogate(value: Any) -> bool:
-    if isinstance(value, str):
-        return _LONE_SURROGATE.search(value) is not None
-    if isinstance(value, dict):
-        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_lone_surrogate(v) for v in value)
-    return False
 
 
 def _root(exc: BaseException) -> BaseException:
@@ -416,63 +490,117 @@ def _describe(exc: BaseException) -> str:
 _TOOLS: Final = {"prepare": "intent_prepare", "accept": "intent_accept", "cancel": "intent_cancel"}
 
 
-class _OwnSession:
-    """A session that is its connection: closing it closes the connection."""
+class _ConnectionSession(CallSession):
+    """A session on one connection of a run; the run decides what ``close`` and ``release`` do.
 
-    def __init__(self, connection: Connection) -> None:
-        self._connection = connection
-
-    def prepare(self, request: Any) -> Reply:
-        return self._connection.call("intent_prepare", request)
-
-    def accept(self, request: Any) -> Reply:
-        return self._connection.call("intent_accept", request)
-
-    def cancel(self, request: Any) -> Reply:
-        return self._connection.call("intent_cancel", request)
-
-    def close(self) -> None:
-        self._connection.close()
-
-
-class _SharedSession(CallSession):
-    """A case's session on a connection that outlives the case (D-CNF-002).
-
-    It remembers the jobs the case may have left active, and ``release()`` cancels them so
-    that the next case on the connection starts with nothing of this one's still active.
+    It remembers the jobs its tasks named: when the run keeps the connection for another
+    session, those jobs are cancelled first (a terminal job only repeats its reply), and a
+    cancel that does not end its job is noted in the run's ``left_behind`` (D-CNF-002).
     """
 
-    def __init__(self, owner: _SharedOwner, connection: Connection) -> None:
-        self._owner = owner
-        self._connection = connection
+    def __init__(self, run: _ConnectionRun, connection: Connection) -> None:
+        self._run = run
+        self.connection = connection
         self._jobs: dict[str, None] = {}  # insertion-ordered set
+        self._done = False
 
     def _call(self, op: str, request: Any) -> Reply:
-        reply = self._connection.call(_TOOLS[op], request)
+        reply = self.connection.call(_TOOLS[op], request)
         value = reply.value
-        job = request.get("jobId") if isinstance(request, dict) else None
         if isinstance(value, dict) and value.get("kind") == "task" and isinstance(value.get("jobId"), str):
             self._jobs[value["jobId"]] = None
-        elif isinstance(value, dict) and value.get("kind") == "result" and isinstance(job, str):
-            self._jobs.pop(job, None)  # finished: nothing left to release
         return reply
 
+    def end_jobs(self) -> list[str]:
+        """Cancel every job this session saw; what did not end, in words."""
+        jobs, self._jobs = list(self._jobs), {}
+        problems = []
+        for job in jobs:
+            try:
+                value = self.connection.call("intent_cancel", {"jobId": job}).value
+            except Exception as exc:
+                return [f"cancelling job {job} failed: {exc}"]
+            if not (_is_bridge_reply(value) and value["kind"] in ("error", "result")):
+                problems.append(f"cancelling job {job} did not end it: {value!r:.200}")
+        return problems
 
     def release(self) -> None:
-        try:
-            for job in self._jobs:
-                self._connection.call("intent_cancel", {"jobId": job})  # a terminal job just repeats its reply
-        finally:
-            self._jobs.clear()
-            self._owner.released(self)
+        if not self._done:
+            self._done = True
+            self._run.released(self, closed=False)
 
     def close(self) -> None:
-        self._owner.closed(self)
+        if not self._done:
+            self._done = True
+            self._run.released(self, closed=True)
 
 
-class _SharedOwner:
-    def released(self, session: _SharedSession) -> None: ...
-    def closed(self, session: _SharedSession) -> None: ...
+class _ConnectionRun(Run):
+    """A run whose sessions are connections it makes (``_new``) and may keep for the next case."""
+
+    def __init__(self) -> None:
+        self._idle: list[Connection] = []
+        self._busy: list[Connection] = []
+        self._closed_this_case: list[Connection] = []
+        self._left: list[str] = []
+        self._lock = threading.Lock()
+
+    def _new(self) -> Connection:
+        raise NotImplementedError
+
+    def _keeps(self, connection: Connection, closed: bool) -> bool:
+        """Whether a connection a session is done with stays for the next session."""
+        return connection.broken is None
+
+    def connect(self) -> Session:
+        with self._lock:
+            while self._idle and self._idle[-1].broken is not None:
+                self._idle.pop().close()
+            connection = self._idle.pop() if self._idle else None
+        if connection is None:
+            connection = self._new()
+        with self._lock:
+            self._busy.append(connection)
+        return _ConnectionSession(self, connection)
+
+    def released(self, session: _ConnectionSession, closed: bool) -> None:
+        connection = session.connection
+        with self._lock:
+            if connection in self._busy:
+                self._busy.remove(connection)
+        keep = self._keeps(connection, closed)
+        if keep:
+            # Handed to another session: nothing of this one's may stay active on it.
+            problems = session.end_jobs()
+            if problems or connection.broken is not None:
+                self._left.extend(problems or [f"the connection broke: {connection.broken}"])
+                keep = False
+        with self._lock:
+            if keep and closed:
+                self._closed_this_case.append(connection)  # not this case's again: it was "closed"
+            elif keep:
+                self._idle.append(connection)
+        if not keep:
+            connection.close()
+
+    def left_behind(self) -> list[str]:
+        return list(self._left)
+
+    def new_case(self) -> None:
+        with self._lock:
+            self._idle.extend(self._closed_this_case)
+            self._closed_this_case = []
+            self._left = []
+
+    def _all(self) -> list[Connection]:
+        with self._lock:
+            every = [*self._idle, *self._busy, *self._closed_this_case]
+            self._idle, self._busy, self._closed_this_case = [], [], []
+        return every
+
+    def close(self) -> None:
+        for connection in self._all():
+            connection.close()
 
 
 # --------------------------------------------------------------------------- the event loop
@@ -506,63 +634,75 @@ class _Portal:
 # --------------------------------------------------------------------------- stdio
 
 
-class StdioTarget:
-    """An MCP server spawned per run over stdio, driven by the SDK Client in one era.
+@dataclass
+class _Started:
+    """A server started ahead for a planned run of its own (prefetch)."""
+
+    key: str
+    config: str  # the instances file written for it
+    argv: list[str]
+    connection: Connection
+
+
+class StdioTarget(Target):
+    """An MCP server spawned over stdio, driven by the SDK Client in one era.
 
     ``command`` is a template (see :class:`CommandTemplate`); ``"{config}"`` becomes the
     path of a ``{"instances": ...}`` file written for the run.
     """
 
     transport = "mcp"
-    capabilities: frozenset[str]  # set by reference() only; another server is probed (D-CNF-030)
+    long_lived_runs = True  # a run is a process start: keep runs, merge configurations (D-CNF-050)
 
     def __init__(
         self,
         command: str | CommandTemplate,
-        era: str = "2026",
+        era: str = "auto",
         timeout: float = DEFAULT_TIMEOUT,
         name: str | None = None,
         env: dict[str, str] | None = None,
         _zygote: Zygote | None = None,
+        _zygote_socket: str | None = None,
     ) -> None:
-        if era not in ERAS:
-            raise ValueError(f"era must be one of {sorted(ERAS)}, got {era!r}")
+        self.era = EraChoice(era)
         self.template = command if isinstance(command, CommandTemplate) else CommandTemplate.parse(command)
         if "config" not in self.template.placeholders():
             raise ValueError("the server command must contain {config}, the path of the instances file")
-        self.era = era
         self.timeout = timeout
         self.startup_timeout = max(3 * timeout, 60.0)  # a cold start imports the whole SDK
         self.env = dict(os.environ) if env is None else env
-        self.name = name or f"stdio: {self.template.display()} ({era})"
+        self._display = self.template.display()
+        self.name = name or f"stdio: {self._display}"
         self._portal = _Portal()
         self._zygote = _zygote
+        self._zygote_socket = _zygote_socket or (_zygote.socket if _zygote is not None else None)
         self._dir = tempfile.TemporaryDirectory(prefix="intentref-stdio-")
         self._runs = 0
-        self.parallel_runs = PARALLEL_RUNS
-        self.shared_runs = SHARED_RUNS
         self.prefetch = PREFETCH
-        self._lock = threading.Lock()  # open() is called from the runner's worker threads
+        self.dropped = DroppedRequests()
+        self._lock = threading.Lock()  # open() is called from the runner's threads
         self._planned: collections.deque[tuple[str, dict[str, Any], dict[str, Any]]] = collections.deque()
-        self._warm: collections.deque[tuple[str, str, list[str], Connection]] = collections.deque()
+        self._warm: collections.deque[_Started] = collections.deque()
 
     @classmethod
-    def reference(cls, era: str = "2026", timeout: float = DEFAULT_TIMEOUT, fork: bool = True) -> StdioTarget:
+    def reference(cls, era: str = "auto", timeout: float = DEFAULT_TIMEOUT, fork: bool = True,
+                  zygote_socket: str | None = None) -> StdioTarget:  # fmt: skip
         """The bundled ``intent-runtime-mcp``.
 
         ``fork`` (the default) forks each server process from a pre-imported zygote instead
         of starting the console script cold: same code, same pipes, a fraction of the
-        start-up (D-CNF-006).
+        start-up (D-CNF-006).  ``zygote_socket`` names a zygote another process started
+        (the runner's workers share one); without it the target starts its own.
         """
-        from intentref.suite.conformance.targets import REFERENCE_CAPABILITIES
-
+        label = "forked" if fork else "cold start"
         if not fork:
             template = CommandTemplate.parse(REFERENCE_ARGS, prefix=reference_program())
-            target = cls(template, era, timeout, name=f"reference over stdio ({era})")
+            target = cls(template, era, timeout, name=f"reference over stdio ({label})")
         else:
-            zygote = Zygote(max(3 * timeout, 60.0))
+            zygote = None if zygote_socket is not None else Zygote(max(3 * timeout, 60.0))
             template = CommandTemplate.parse(REFERENCE_ARGS)  # the console script's arguments
-            target = cls(template, era, timeout, name=f"reference over stdio ({era}, forked)", _zygote=zygote)
+            target = cls(template, era, timeout, name=f"reference over stdio ({label})", _zygote=zygote,
+                         _zygote_socket=zygote_socket)  # fmt: skip
         target.capabilities = REFERENCE_CAPABILITIES  # D-CNF-030: what the bundled CLI takes
         return target
 
@@ -570,39 +710,38 @@ class StdioTarget:
         return self.template.unsupported(bridge_options)
 
     def unsupported_case(self, case: dict[str, Any]) -> str | None:
-        setup = case.get("setup")
-        if setup is not None and "expect" in setup and not verdict_only(setup["expect"]):
-            return ("inspects the configuration error, which MCP does not carry: the server only "
-                    "refuses to start (D-CNF-003)")  # fmt: skip
         if case.get("bridge") and connections_of(case) > 1:
             return ("needs two connections to one Bridge with these options; over stdio each connection "
                     "is its own server process (D-CNF-001)")  # fmt: skip
         return None
 
     def _write_config(self, instances: dict[str, Any]) -> str:
-        self._runs += 1
-        path = os.path.join(self._dir.name, f"run-{self._runs}.json")
+        with self._lock:
+            self._runs += 1
+            number = self._runs
+        path = os.path.join(self._dir.name, f"run-{number}.json")
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(dumps_wire({"instances": instances}))
         return path
 
     def spawn(self, argv: list[str], wait: bool = True) -> Connection:
         info = ProcessInfo(argv)
-        zygote, env = self._zygote, self.env
+        socket_path, env = self._zygote_socket, self.env
+        startup = self.startup_timeout
 
-        def start() -> Any:
-            if zygote is not None:
-                return ForkedProcess.start(zygote.socket, argv)
-            return SpawnedProcess.start(argv, env)
+        async def start() -> Any:
+            if socket_path is not None:
+                return await ForkedProcess.start(socket_path, argv, startup)
+            return await SpawnedProcess.start(argv, env)
 
-        if zygote is not None:
-            zygote.wait()
-        return Connection(self._portal.get(), lambda: stdio_transport(info, start), ERAS[self.era], self.timeout,
-                          self.startup_timeout, info, wait=wait)  # fmt: skip
+        if self._zygote is not None:
+            self._zygote.wait()
+        return Connection(self._portal.get(), lambda: stdio_transport(info, start), self.era, self.timeout,
+                          self.startup_timeout, info, wait=wait, dropped=self.dropped)  # fmt: skip
 
     # --- prefetch: the runner says which runs of their own come next ---------------------
 
-    def expect_runs(self, runs: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
+    def expect_runs(self, runs: list[PlannedRun]) -> None:
         """The runs (instances, options) that ``open`` will be asked for, in order.
 
         Their servers are started ``PREFETCH`` ahead, so a case with its own configuration
@@ -610,47 +749,50 @@ class StdioTarget:
         """
         with self._lock:
             self._discard_warm()
-            self._planned = collections.deque((_run_key(i, o), i, o) for i, o in runs)
-            self._top_up()
+            self._planned = collections.deque((_run_key(i, o), i, o) for i, o in runs if not self.unsupported(o))
+        self._top_up()
 
     def _top_up(self) -> None:
-        while self._planned and len(self._warm) < self.prefetch:
-            key, instances, options = self._planned.popleft()
+        while True:
+            with self._lock:
+                if not self._planned or len(self._warm) >= self.prefetch:
+                    return
+                key, instances, options = self._planned.popleft()
             config = self._write_config(instances)
             argv = self.template.render(config, options)
-            self._warm.append((key, config, argv, self.spawn(argv, wait=False)))
+            started = _Started(key, config, argv, self.spawn(argv, wait=False))
+            with self._lock:
+                self._warm.append(started)
 
-    def _take_warm(self, key: str) -> tuple[str, list[str], Connection] | None:
+    def _take_warm(self, key: str) -> _Started | None:
         # The first started server of this configuration, wherever it stands: parallel
         # cases open their runs in nearly, not exactly, the planned order.
-        for index, entry in enumerate(self._warm):
-            if entry[0] == key:
-                del self._warm[index]
-                self._top_up()
-                return entry[1], entry[2], entry[3]
-        return None
-
-    def _drop(self, entry: tuple[str, str, list[str], Connection]) -> None:
-        entry[3].close()
-        with contextlib.suppress(OSError):
-            os.unlink(entry[1])
+        with self._lock:
+            found = next((started for started in self._warm if started.key == key), None)
+            if found is not None:
+                self._warm.remove(found)
+        if found is not None:
+            self._top_up()
+        return found
 
     def _discard_warm(self) -> None:
         while self._warm:
-            self._drop(self._warm.popleft())
+            started = self._warm.popleft()
+            started.connection.close()
+            with contextlib.suppress(OSError):
+                os.unlink(started.config)
 
     def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run:
         reason = self.unsupported(bridge_options)
         if reason is not None:
             raise TargetUnsupported(reason)
-        with self._lock:
-            warm = self._take_warm(_run_key(instances, bridge_options)) if self._warm else None
-            if warm is not None:
-                config, argv, connection = warm
-            else:
-                config = self._write_config(instances)
-                argv = self.template.render(config, bridge_options)
-                connection = None
+        warm = self._take_warm(_run_key(instances, bridge_options)) if self._warm else None
+        if warm is not None:
+            config, argv, connection = warm.config, warm.argv, warm.connection
+        else:
+            config = self._write_config(instances)
+            argv = self.template.render(config, bridge_options)
+            connection = None
         try:
             return _StdioRun(self, argv, config, connection)
         except BaseException:
@@ -673,44 +815,22 @@ def _run_key(instances: dict[str, Any], options: dict[str, Any]) -> str:
     return dumps_wire([instances, options])
 
 
-class _StdioRun(_SharedOwner):
-    """One configuration: a primary server process reused case after case, plus any extras."""
+class _StdioRun(_ConnectionRun):
+    """One configuration: its connections are server processes, kept until the run closes."""
 
     def __init__(self, target: StdioTarget, argv: list[str], config: str, started: Connection | None = None) -> None:
+        super().__init__()
         self._target = target
         self._argv = argv
         self._config = config
         # Waited for here, so a refused configuration shows at open.
-        self._primary: Connection | None = started.wait() if started is not None else target.spawn(argv)
-        self._busy = False
-        self._extras: list[Connection] = []
+        self._idle.append(started.wait() if started is not None else target.spawn(argv))
 
-    def connect(self) -> Session:
-        if self._primary is not None and self._primary.broken is not None:
-            self._primary.close()
-            self._primary = None
-        if self._primary is None:
-            self._primary, self._busy = self._target.spawn(self._argv), False
-        if not self._busy:
-            self._busy = True
-            return _SharedSession(self, self._primary)
-        extra = self._target.spawn(self._argv)  # a second connection: a second process (D-CNF-001)
-        self._extras.append(extra)
-        return _OwnSession(extra)
-
-    def released(self, session: _SharedSession) -> None:
-        self._busy = False
-
-    def closed(self, session: _SharedSession) -> None:
-        # An explicit close step: the connection really ends, its Bridge session with it.
-        if self._primary is not None:
-            self._primary.close()
-        self._primary, self._busy = None, False
+    def _new(self) -> Connection:
+        return self._target.spawn(self._argv)  # a further connection: a further process (D-CNF-001)
 
     def close(self) -> None:
-        for connection in [*self._extras, *([self._primary] if self._primary else [])]:
-            connection.close()
-        self._extras, self._primary = [], None
+        super().close()
         with contextlib.suppress(OSError):
             os.unlink(self._config)
 
@@ -718,27 +838,33 @@ class _StdioRun(_SharedOwner):
 # --------------------------------------------------------------------------- streamable HTTP
 
 
-class HttpTarget:
+class HttpTarget(Target):
     """A server already listening on streamable HTTP; its configuration is its own.
 
-    The server must serve ``conformance/instances.json`` (``--http-reference`` starts the
+    The server must serve ``conformance/instances.json`` (``http-reference`` starts the
     bundled one so).  Handshake era: each session is its own MCP session.  2026-07-28 era:
     requests carry no session, one Bridge session owns every job (D-MCP-003), so cases
-    needing several connections or a close are unsupported (D-CNF-004).
+    needing several connections or a close are unsupported (D-CNF-004).  The runner's
+    workers each open their own sessions, so cases run side by side.
     """
 
     transport = "mcp"
     # Its instances are the server's own: the CLI checks it serves the suite's first (D-CNF-013).
     configured_elsewhere = True
 
-    def __init__(self, url: str, era: str = "2026", timeout: float = DEFAULT_TIMEOUT, name: str | None = None) -> None:
-        if era not in ERAS:
-            raise ValueError(f"era must be one of {sorted(ERAS)}, got {era!r}")
+    def __init__(self, url: str, era: str = "auto", timeout: float = DEFAULT_TIMEOUT, name: str | None = None) -> None:
+        self.era = EraChoice(era)
         self.url = url
-        self.era = era
         self.timeout = timeout
-        self.name = name or f"http: {url} ({era})"
+        self.name = name or f"http: {url}"
+        self.dropped = DroppedRequests()
         self._portal = _Portal()
+
+    def negotiate(self) -> str:
+        """The era in force, negotiated now with one connection when it is ``auto``."""
+        if self.era.found is None:
+            self.connection().close()
+        return self.era.era
 
     def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
         if bridge_options:
@@ -748,7 +874,7 @@ class HttpTarget:
     def unsupported_case(self, case: dict[str, Any]) -> str | None:
         if "setup" in case:
             return "an HTTP server is already configured; its instances cannot be replaced per case"
-        if self.era == "2026" and (connections_of(case) > 1 or any(s["op"] == "close" for s in case["steps"])):
+        if self.negotiate() == "2026" and (connections_of(case) > 1 or any(s["op"] == "close" for s in case["steps"])):
             return ("needs separate connections or a close; 2026-07-28 HTTP requests carry no session and "
                     "share one Bridge session (D-MCP-003, D-CNF-004)")  # fmt: skip
         return None
@@ -757,8 +883,8 @@ class HttpTarget:
         def transport() -> Any:
             return _http_transport(self.url, self.timeout)
 
-        return Connection(self._portal.get(), transport, ERAS[self.era], self.timeout, max(3 * self.timeout, 30.0),
-                          address=self.url)  # fmt: skip
+        return Connection(self._portal.get(), transport, self.era, self.timeout, max(3 * self.timeout, 30.0),
+                          address=self.url, dropped=self.dropped)  # fmt: skip
 
     def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run:
         if bridge_options:
@@ -780,51 +906,110 @@ async def _http_transport(url: str, timeout: float) -> AsyncIterator[Any]:
         yield streams
 
 
-class _HttpRun(_SharedOwner):
+class _HttpRun(_ConnectionRun):
+    """Handshake era: a connection is an MCP session, kept for the next case unless a case closed it.
+
+    2026-07-28 era: a connection is a stateless client; every session of the run shares it.
+    """
+
     def __init__(self, target: HttpTarget) -> None:
+        super().__init__()
         self._target = target
-        # 2026-07-28: one stateless client for the run; legacy: a session per connect().
-        self._shared = target.connection() if target.era == "2026" else None
-        self._own: list[Connection] = []
+
+    def _new(self) -> Connection:
+        return self._target.connection()
+
+    def _keeps(self, connection: Connection, closed: bool) -> bool:
+        # A closed handshake-era session really ends (its Bridge session with it): another
+        # session on the same server may see the difference.
+        return connection.broken is None and not closed
 
     def connect(self) -> Session:
-        if self._shared is not None:
-            if self._shared.broken is not None:
-                self._shared.close()
-                self._shared = self._target.connection()
-            return _SharedSession(self, self._shared)
-        connection = self._target.connection()
-        self._own.append(connection)
-        return _OwnSession(connection)
+        if self._target.era.era == "2026":
+            with self._lock:
+                shared = self._idle[0] if self._idle and self._idle[0].broken is None else None
+            if shared is None:
+                shared = self._new()
+                with self._lock:
+                    for old in self._idle:
+                        old.close()
+                    self._idle = [shared]
+            return _ConnectionSession(self, shared)
+        return super().connect()
 
-    def closed(self, session: _SharedSession) -> None:
-        session.release()  # nothing to close: the era has no connection (unsupported_case keeps such cases out)
+    def released(self, session: _ConnectionSession, closed: bool) -> None:
+        if self._target.era.era == "2026":
+            # The one stateless client stays (the era has no connection to close), so the
+            # session's jobs are ended here, as on any connection kept for another session.
+            problems = session.end_jobs()
+            with self._lock:
+                self._left.extend(problems)
+            return
+        super().released(session, closed)
+
+
+class HttpReferenceTarget(HttpTarget):
+    """The bundled server on streamable HTTP at 127.0.0.1 (an ephemeral port), serving the suite's instances.
+
+    Each target starts its own server when its first run opens (each of the runner's workers
+    is a target of its own), forked from the reference zygote when one is given (D-CNF-006).
+    The reference speaks both eras, so ``auto`` is 2026-07-28 without asking.
+    """
+
+    def __init__(self, era: str = "auto", timeout: float = DEFAULT_TIMEOUT, zygote_socket: str | None = None,
+                 instances: dict[str, Any] | None = None) -> None:  # fmt: skip
+        super().__init__("", "2026" if era == "auto" else era, timeout, name="reference over HTTP")
+        self.capabilities = REFERENCE_CAPABILITIES
+        self._zygote_socket = zygote_socket
+        self._instances = instances
+        self._server: HttpReference | None = None
+        self._server_lock = threading.Lock()
+
+    def connection(self) -> Connection:
+        with self._server_lock:
+            if self._server is None:
+                from intentref.suite.conformance.targets import load_instances
+
+                instances = load_instances() if self._instances is None else self._instances
+                self._server = HttpReference(instances, zygote_socket=self._zygote_socket)
+                self.url = self._server.url
+        return super().connection()
 
     def close(self) -> None:
-        for connection in [*self._own, *([self._shared] if self._shared else [])]:
-            connection.close()
-        self._own, self._shared = [], None
+        try:
+            super().close()
+        finally:
+            if self._server is not None:
+                self._server.close()
+                self._server = None
 
 
 class HttpReference:
     """The bundled server on streamable HTTP at 127.0.0.1 (an ephemeral port), serving ``instances``."""
 
-    def __init__(self, instances: dict[str, Any], startup_timeout: float = 60.0) -> None:
+    def __init__(self, instances: dict[str, Any], startup_timeout: float = 60.0, zygote_socket: str | None = None) -> None:
         self._dir = tempfile.TemporaryDirectory(prefix="intentref-http-")
         config = os.path.join(self._dir.name, "instances.json")
         with open(config, "w", encoding="utf-8") as handle:
             handle.write(dumps_wire({"instances": instances}))
-        self.proc = subprocess.Popen(
-            [*reference_program(), "--config", config, "--http", "127.0.0.1:0"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        )  # fmt: skip
+        argv = ["--config", config, "--http", "127.0.0.1:0"]
+        self._forked: ForkedServer | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        stderr: IO[bytes]
+        if zygote_socket is not None:
+            self._forked = ForkedServer(zygote_socket, argv, startup_timeout)
+            stderr = self._forked.stderr
+        else:
+            self.proc = subprocess.Popen([*reference_program(), *argv], stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+            assert self.proc.stderr is not None
+            stderr = self.proc.stderr
         self._stderr: list[str] = []
         found = threading.Event()
         self.url = ""
 
         def drain() -> None:
-            assert self.proc.stderr is not None
-            for raw in self.proc.stderr:
+            for raw in stderr:
                 line = raw.decode("utf-8", "replace")
                 self._stderr.append(line)
                 # mcp_cli prints the bound endpoint on stderr once it serves.
@@ -840,7 +1025,9 @@ class HttpReference:
             raise RuntimeError(f"the reference HTTP server did not start: {''.join(self._stderr)[-2000:]}")
 
     def close(self) -> None:
-        if self.proc.poll() is None:
+        if self._forked is not None:
+            self._forked.close()
+        elif self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=15)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -150,17 +151,19 @@ class ForkedProcess:
         self._pending = b""  # the part of the status line read so far
 
     @classmethod
-    async def start(cls, socket_path: str, argv: list[str]) -> ForkedProcess:
+    async def start(cls, socket_path: str, argv: list[str], startup_timeout: float = 60.0) -> ForkedProcess:
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            sock.connect(socket_path)
-            header = json.dumps({"argv": argv, "cwd": os.getcwd()}).encode("utf-8") + b"\n"
-            socket.send_fds(sock, [header], [in_r, out_w, err_w])
+            sock = await _zygote_connection(socket_path, startup_timeout)
+            try:
+                header = json.dumps({"argv": argv, "cwd": os.getcwd()}).encode("utf-8") + b"\n"
+                socket.send_fds(sock, [header], [in_r, out_w, err_w])
+            except BaseException:
+                sock.close()
+                raise
         except BaseException:
-            sock.close()
             for fd in (in_r, in_w, out_r, out_w, err_r, err_w):
                 _close_fd(fd)
             raise
@@ -253,8 +256,65 @@ class ForkedProcess:
         self._sock.close()  # the zygote kills a server whose client hung up
 
 
+async def _zygote_connection(socket_path: str, startup_timeout: float) -> socket.socket:
+    """A connection to the zygote at ``socket_path``, waiting for it while it still starts.
+
+    The zygote binds its socket only once it has imported everything, so a worker that
+    asks early waits here instead of failing (D-CNF-006).
+    """
+    deadline = anyio.current_time() + startup_timeout
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(socket_path)
+            return sock
+        except (FileNotFoundError, ConnectionRefusedError):
+            sock.close()
+            if anyio.current_time() >= deadline:
+                raise OSError(f"the reference zygote at {socket_path} did not start within {startup_timeout:g} s") from None
+            await anyio.sleep(0.02)
+        except BaseException:
+            sock.close()
+            raise
+
+
+class ForkedServer:
+    """A reference server forked by the zygote for a plain (not stdio) transport: HTTP.
+
+    Its stdin and stdout are /dev/null; ``stderr`` is a file object the caller reads (the
+    server names its endpoint there).  Closing hangs up on the zygote, which stops it.
+    """
+
+    def __init__(self, socket_path: str, argv: list[str], startup_timeout: float = 60.0) -> None:
+        err_r, err_w = os.pipe()
+        null = os.open(os.devnull, os.O_RDWR)
+        try:
+            self._sock = anyio.run(_zygote_connection, socket_path, startup_timeout)
+            header = json.dumps({"argv": argv, "cwd": os.getcwd()}).encode("utf-8") + b"\n"
+            socket.send_fds(self._sock, [header], [null, null, err_w])
+        except BaseException:
+            _close_fd(err_r)
+            raise
+        finally:
+            _close_fd(err_w)
+            _close_fd(null)
+        self.stderr = os.fdopen(err_r, "rb")
+        pid = self._sock.makefile("rb").readline().strip()
+        self.pid = int(pid) if pid else None
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._sock.close()  # the zygote stops a server whose client hung up
+        with contextlib.suppress(OSError):
+            self.stderr.close()
+
+
 class Zygote:
-    """The pre-imported parent of the bundled reference's stdio servers (D-CNF-006)."""
+    """The pre-imported parent of the bundled reference's servers (D-CNF-006).
+
+    Started here; ``wait()`` blocks until it is ready (once).  ``socket`` may be handed to
+    other processes (the runner's workers), which fork servers from the same zygote.
+    """
 
     def __init__(self, startup_timeout: float) -> None:
         from intentref.suite.conformance.zygote import READY
@@ -267,20 +327,22 @@ class Zygote:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
             start_new_session=True,  # a Ctrl-C reaches the runner, which then stops it
         )  # fmt: skip
-        self._ready = threading.Event()
         self._ready_word = READY
         self._timeout = startup_timeout
-        threading.Thread(target=self._wait_ready, daemon=True, name="zygote ready").start()
-
-    def _wait_ready(self) -> None:
-        assert self.proc.stdout is not None
-        if self.proc.stdout.readline().decode().strip() == self._ready_word:
-            self._ready.set()
+        self._ready = False
+        self._lock = threading.Lock()
 
     def wait(self) -> None:
-        if not self._ready.wait(self._timeout):
-            log = Path(self._log.name).read_text("utf-8", "replace")[-2000:]
-            raise RuntimeError(f"the reference zygote did not start (exit {self.proc.poll()}): {log}")
+        with self._lock:
+            if self._ready:
+                return
+            assert self.proc.stdout is not None
+            readable, _, _ = select.select([self.proc.stdout], [], [], self._timeout)
+            if readable and self.proc.stdout.readline().decode().strip() == self._ready_word:
+                self._ready = True
+                return
+        log = Path(self._log.name).read_text("utf-8", "replace")[-2000:]
+        raise RuntimeError(f"the reference zygote did not start (exit {self.proc.poll()}): {log}")
 
     def close(self) -> None:
         with contextlib.suppress(OSError):

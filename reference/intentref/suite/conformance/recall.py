@@ -37,16 +37,16 @@ TargetFactory = Callable[[str], Any]
 
 
 def on_stdio_floor(case: Case, instances: Mapping[str, Any] | None = None) -> bool:
-    """Whether a server taking instances only can be asked this case over stdio (D-CNF-032)."""
-    from intentref.suite.conformance.mcp_targets import verdict_only
-
+    """Whether a server taking instances only can be asked this case, all of it, over stdio (D-CNF-032)."""
     if case.bridge_options:  # seed 000 #MCP 服务: 命令行配置只使用 instances
         return False
     if needs(case.data, load_instances() if instances is None else instances):
         return False  # a configuration member the seeds do not fix (D-CNF-030)
     setup = case.data.get("setup")
-    # Over MCP a refused configuration is an exit status, not an error object (D-CNF-003).
-    return not (isinstance(setup, dict) and "expect" in setup and not verdict_only(setup["expect"]))
+    # Over MCP a refused configuration is an exit, not an error object (D-CNF-003, D-CNF-051):
+    # only a case that asks nothing more than whether the server starts is asked all of it.
+    return not (isinstance(setup, dict) and "expect" in setup
+                and setup["expect"] not in ({"ok": True}, {"$not": {"ok": True}}))  # fmt: skip
 
 
 def stdio_blind_spots(cases: Iterable[Case], instances: Mapping[str, Any] | None = None) -> dict[str, list[str]]:

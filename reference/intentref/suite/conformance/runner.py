@@ -1,26 +1,38 @@
-"""Executing a selection of cases against a target, one run per configuration.
+"""Executing a plan of cases against a target, in this process (``workers`` spreads it over several).
 
-Cases without Bridge options share one run (one server process over stdio); a case that
-sets options gets a fresh run of its own, so capacity counts start from zero and no
-other case's records can be evicted by it.
+``plan.make_plan`` says where each case runs: on a long-lived run (``SUITE`` or ``POOLED``),
+or on a run of its own.  An ``Executor`` holds a target's long-lived runs open from case to
+case.  When a case is over its sessions are released: a run that keeps their connections
+cancels every job the case left active first (a run that does not closes them, and the Bridge
+ends their jobs), so the next case starts with nothing of this one's still held (D-CNF-002).
+After each case the executor asks the run whether anything was left behind
+(``Run.left_behind``); a long-lived run that broke (a crash, a hang, a job it would not end)
+is closed and a new one opened for the next case, so a failure costs the case it happened in
+and no other.
 
-A target that says it can (``parallel_runs`` > 1, the stdio target) has its cases with
-runs of their own executed on worker threads (D-CNF-011), and its shared cases dealt
-round-robin over ``shared_runs`` shared runs, each on its own thread (D-CNF-012): no case
-shares a Bridge, a job or a token with a case of another run, and most of a case's time is
-spent waiting for its server.  Outcomes are returned, and reported, in case order either way.
+A configuration case (``setup.expect``) is judged by what the target lets one observe
+(D-CNF-051): an error it carries is matched as written; a server that exits before it
+answers has refused the configuration, whatever its status and stderr; a server that starts
+anyway must answer a prepare on each such instance with an error of the expected code (or not
+serve it at all).
+
+``execute`` runs a selection here: the long-lived units on the calling thread, the runs of
+their own on ``OWN_RUNS_AT_ONCE`` threads beside it (their time is a server starting or a
+TTL running out).  Outcomes are returned in case order.
 """
 
 from __future__ import annotations
 
 import contextlib
+import queue
 import threading
-from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Final
 
 from intentref.suite.conformance.capabilities import CAPABILITIES
 from intentref.suite.conformance.fixtures import Case
+from intentref.suite.conformance.plan import POOLED, SUITE, Plan, PlannedCase, Unit, make_plan
 from intentref.suite.conformance.script import ERRORED, FAILED, PASSED, UNSUPPORTED, CaseOutcome, run_case
 from intentref.suite.conformance.targets import (
     ConfigRejected,
@@ -33,212 +45,250 @@ from intentref.suite.conformance.targets import (
 )
 from intentref.suite.conformance.values import History, match
 
-_OPEN_ATTEMPTS = 3
+# Runs of their own a worker has open at once beside its long-lived run: most of such a
+# case's time is its server starting or a TTL running out, not CPU (D-CNF-011).
+OWN_RUNS_AT_ONCE: Final = 4
+_OPEN_ATTEMPTS: Final = 3
+# What a configuration case asks each instance when the server starts although the seeds say
+# it must refuse the configuration (D-CNF-051): any input an instance accepts will do.
+PROBE_INPUT: Final = "intentref conformance: instance check"
+
+OnOutcome = Callable[[Case, CaseOutcome], None]
+
+
+def _is_reply(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("kind") in ("task", "result", "error")
+
+
+# --------------------------------------------------------------------------- the executor
 
 
 class Executor:
-    """Runs cases one at a time, keeping the shared run open between them.
+    """A target's cases, one at a time or from several threads, its long-lived runs kept open.
 
-    ``execute`` drives it over a list; the pytest plugin drives it one item at a time.
+    ``plan`` (or the pytest plugin's one-case-at-a-time ``run``) decides where each case runs;
+    ``run_unit`` and ``run`` execute.  The long-lived runs are used by one thread at a time:
+    ``execute`` and the workers give every long-lived unit to the same thread.
     """
 
-    def __init__(self, target: Target, instances: dict[str, Any] | None = None) -> None:
+    def __init__(self, target: Target, instances: dict[str, Any] | None = None, *, isolate: bool = False,
+                 plan: Plan | None = None) -> None:  # fmt: skip
         self.target = target
         self.instances = load_instances() if instances is None else instances
-        self._shared: Run | None = None
-        self._open_failures: list[str] = []  # consecutive failures to start the shared run
+        self.isolate = isolate
+        self._plan = plan
+        self._by_id: dict[str, PlannedCase] = {p.id: p for p in plan.cases} if plan is not None else {}
+        self._runs: dict[str, Run] = {}
+        self._open_failures: dict[str, list[str]] = {}
+        self._pool_refused: str | None = None  # why the pooled configuration was refused (then: SUITE)
+        self._lock = threading.Lock()
+
+    # --- planning ----------------------------------------------------------------------
+
+    def plan(self, cases: Iterable[Case]) -> Plan:
+        """Plan ``cases`` (once) and tell the target which runs of their own come, in order."""
+        self._plan = make_plan(list(cases), self.target, self.instances, isolate=self.isolate)
+        self._by_id = {p.id: p for p in self._plan.cases}
+        own = [p for unit in self._plan.units() if unit.config is None for p in (self._plan.cases[i] for i in unit.indices)]
+        self.target.expect_runs([_own_configuration(p.case, self.instances) for p in own])
+        return self._plan
+
+    def planned(self, case: Case) -> PlannedCase:
+        found = self._by_id.get(case.id)
+        if found is None:  # a case nobody planned (the plugin's own item order): plan it alone
+            found = make_plan([case], self.target, self.instances, isolate=self.isolate).cases[0]
+            if found.config == POOLED and "setup" in found.case.data:
+                found.config = None  # its renamed instances are in no pooled run: a run of its own
+                found.case = case
+            self._by_id[case.id] = found
+        return found
+
+    # --- running -------------------------------------------------------------------------
 
     def run(self, case: Case) -> CaseOutcome:
-        outcome = _one(case, self.target, self.instances)
-        if outcome is not None:
-            return outcome
-        if self._shared is None:  # needs the shared run
-            if len(self._open_failures) >= _OPEN_ATTEMPTS:
-                # A target that cannot start at all should not cost a start-up per case.
-                return CaseOutcome(case.id, ERRORED, detail=self._open_failures[-1])
-            try:
-                self._shared = self.target.open(self.instances, {})
-            except TargetUnsupported as exc:
-                return CaseOutcome(case.id, UNSUPPORTED, detail=exc.reason)
-            except TargetCannotStart:
-                raise
-            except (ServerExited, ConfigRejected) as exc:
-                # D-CNF-013: with the suite's own instances no case can be the reason; stop the run.
-                raise TargetCannotStart(_shared_start_failure(exc)) from None
-            except Exception as exc:
-                self._open_failures.append(f"could not start the shared run: {exc}")
-                return CaseOutcome(case.id, ERRORED, detail=self._open_failures[-1])
-            self._open_failures.clear()
-        outcome = run_case(case.data, self._shared, self.target.transport)
-        if outcome.outcome == ERRORED:
-            # A broken shared run (say, a crashed server) must not fail every later case.
-            _close_quietly(self._shared)
-            self._shared = None
-        return outcome
+        return self.run_planned(self.planned(case))
 
-    def plan(self, cases: Iterable[Case]) -> None:
-        """Tell a target that can start runs ahead (``expect_runs``) which ones are coming."""
-        expect = getattr(self.target, "expect_runs", None)
-        if expect is not None:
-            expect(planned_runs(cases, self.target, self.instances))
+    def run_planned(self, planned: PlannedCase) -> CaseOutcome:
+        if planned.unsupported is not None:
+            return CaseOutcome(planned.id, UNSUPPORTED, detail=planned.unsupported)
+        reason = CAPABILITIES.reason(planned.case.data, self.target, self.instances) if self.target.capabilities is None else None
+        if reason is not None:  # D-CNF-030: a probed capability the target lacks
+            return CaseOutcome(planned.id, UNSUPPORTED, detail=reason)
+        if planned.config is None:
+            return self._own(planned.case)
+        return self._on_long_lived(planned)
+
+    def run_unit(self, unit: Unit, report: Callable[[int, CaseOutcome], None]) -> None:
+        assert self._plan is not None
+        for index in unit.indices:
+            report(index, self.run_planned(self._plan.cases[index]))
 
     def close(self) -> None:
-        if self._shared is not None:
-            _close_quietly(self._shared)
-            self._shared = None
+        while self._runs:
+            _, run = self._runs.popitem()
+            _close_quietly(run)
 
+    # --- a long-lived run ------------------------------------------------------------------
 
-def execute(
-    cases: Iterable[Case],
-    target: Target,
-    on_outcome: Callable[[Case, CaseOutcome], None] | None = None,
-    instances: dict[str, Any] | None = None,
-    parallel_runs: int | None = None,
-) -> list[CaseOutcome]:
-    """Run ``cases`` against ``target``; ``on_outcome`` hears of each as it ends (from any thread).
-
-    ``parallel_runs`` (default: the target's own ``parallel_runs``, else 1) bounds how many
-    cases with runs of their own execute at once beside the shared run.
-    """
-    executor = Executor(target, instances)
-    cases = list(cases)
-    executor.plan(cases)
-    workers = getattr(target, "parallel_runs", 1) if parallel_runs is None else parallel_runs
-    outcomes: list[CaseOutcome | None] = [None] * len(cases)
-    lock = threading.Lock()
-
-    def finish(index: int, outcome: CaseOutcome) -> None:
-        outcomes[index] = outcome
-        if on_outcome is not None:
-            with lock:  # progress displays are not thread-safe
-                on_outcome(cases[index], outcome)
-
-    try:
-        if workers <= 1:
-            for index, case in enumerate(cases):
-                finish(index, executor.run(case))
-        else:
-            _execute_in_parallel(cases, executor, workers, finish)
-    finally:
-        executor.close()
-    return [outcome for outcome in outcomes if outcome is not None]
-
-
-def _execute_in_parallel(cases: list[Case], executor: Executor, workers: int,
-                         finish: Callable[[int, CaseOutcome], None]) -> None:  # fmt: skip
-    target, instances = executor.target, executor.instances
-
-    stop = threading.Event()  # D-CNF-013: set when the target cannot start; queued cases then do nothing
-
-    def own(index: int) -> None:
-        if stop.is_set():
-            return
-        try:
-            outcome = _one(cases[index], target, instances)
-        except TargetCannotStart:
-            stop.set()
-            raise
-        assert outcome is not None  # only cases that need no shared run are sent here
-        finish(index, outcome)
-
-    shards = max(1, getattr(target, "shared_runs", 1))
-    executors = [executor] + [Executor(target, instances) for _ in range(shards - 1)]
-
-    def shared_shard(shard: int, indices: list[int]) -> None:
-        for index in indices:
-            if stop.is_set():
-                return
+    def _on_long_lived(self, planned: PlannedCase) -> CaseOutcome:
+        key = planned.config
+        assert key is not None
+        if key == POOLED and self._pool_refused is not None:
+            return self._without_pool(planned)
+        run = self._runs.get(key)
+        if run is None:
+            failures = self._open_failures.setdefault(key, [])
+            if len(failures) >= _OPEN_ATTEMPTS:  # a target that cannot start should not cost a start-up per case
+                return CaseOutcome(planned.id, ERRORED, detail=failures[-1])
             try:
-                outcome = executors[shard].run(cases[index])
+                run = self._open_long_lived(key)
+            except TargetUnsupported as exc:
+                return CaseOutcome(planned.id, UNSUPPORTED, detail=exc.reason)
+            except (ServerExited, ConfigRejected) as exc:
+                if key == POOLED:
+                    # This implementation refuses the merged configuration: every case goes
+                    # back to the run it would have had without pooling (D-CNF-050).
+                    self._pool_refused = _describe_refusal(exc)
+                    return self._without_pool(planned)
+                raise TargetCannotStart(_suite_refused(exc)) from None  # D-CNF-013
             except TargetCannotStart:
-                stop.set()
                 raise
-            finish(index, outcome)
+            except Exception as exc:
+                failures.append(f"could not start the run of the suite's instances: {type(exc).__name__}: {exc}")
+                return CaseOutcome(planned.id, ERRORED, detail=failures[-1])
+            failures.clear()
+            self._runs[key] = run
+        run.new_case()
+        setup = planned.case.data.get("setup")
+        if setup is not None and "expect" in setup:  # an accepted configuration, merged into this run
+            return _setup_outcome(planned.id, setup["expect"], {"ok": True})
+        outcome = run_case(planned.case.data, run, self.target.transport)
+        left = run.left_behind()
+        if outcome.outcome == ERRORED or left:
+            # A broken run must not fail every later case: the next one gets a new run.
+            if left and outcome.outcome != ERRORED:
+                outcome.detail = (outcome.detail + " " if outcome.detail else "") + (
+                    f"(the run was replaced after this case: {left[0]})")
+            del self._runs[key]
+            _close_quietly(run)
+        return outcome
 
-    pending: list[Future[None]] = []
-    try:
-        with ThreadPoolExecutor(max_workers=workers + shards - 1, thread_name_prefix="intentref-case") as pool:
-            shared = []
-            for index, case in enumerate(cases):
-                # Submitted in case order: the target started their servers in that order (plan).
-                if _unsupported(case, target, instances) is None and _own_instances(case, instances) is not None:
-                    pending.append(pool.submit(own, index))
-                else:
-                    shared.append(index)
-            # D-CNF-012: the shared cases dealt round-robin over `shards` shared runs.
-            for shard in range(1, shards):
-                pending.append(pool.submit(shared_shard, shard, shared[shard::shards]))
-            shared_shard(0, shared[0::shards])
-            for future in pending:
-                future.result()  # re-raise a fixture error from a worker
-    finally:
-        for extra in executors[1:]:
-            extra.close()
+    def _open_long_lived(self, key: str) -> Run:
+        assert self._plan is not None or key == SUITE
+        if self._plan is not None and key in self._plan.configurations:
+            configuration = self._plan.configurations[key]
+            return self.target.open(dict(configuration.instances), dict(configuration.options))
+        return self.target.open(dict(self.instances), {})
+
+    def _without_pool(self, planned: PlannedCase) -> CaseOutcome:
+        if "setup" in planned.case.data:
+            original = planned.original if planned.original is not None else planned.case
+            outcome = self._own(original)
+        else:
+            outcome = self._on_long_lived(PlannedCase(planned.index, planned.case, SUITE))
+        return outcome
+
+    # --- a run of its own ------------------------------------------------------------------
+
+    def _own(self, case: Case) -> CaseOutcome:
+        instances, options = _own_configuration(case, self.instances)
+        setup = case.data.get("setup")
+        expect = setup.get("expect", _NO_EXPECTATION) if setup is not None else _NO_EXPECTATION
+        try:
+            run = self.target.open(instances, options)
+        except TargetUnsupported as exc:
+            return CaseOutcome(case.id, UNSUPPORTED, detail=exc.reason)
+        except TargetCannotStart:
+            raise  # D-CNF-013: the command itself cannot run; every other case would fail the same way
+        except ConfigRejected as rejected:
+            if expect is not _NO_EXPECTATION:
+                return _setup_outcome(case.id, expect, rejected.error)
+            return CaseOutcome(case.id, ERRORED, detail=f"the target refused the configuration: {rejected.error}")
+        except ServerExited as exited:
+            if expect is not _NO_EXPECTATION:
+                return _refused_outcome(case.id, expect, str(exited))
+            return CaseOutcome(case.id, ERRORED, detail=f"could not start a run with {options or 'no options'}: {exited}")
+        except Exception as exc:
+            return CaseOutcome(case.id, ERRORED, detail=f"could not start a run with {options or 'no options'}: {exc}")
+        try:
+            if expect is not _NO_EXPECTATION:
+                return _accepted_outcome(case, expect, run)
+            return run_case(case.data, run, self.target.transport)
+        finally:
+            _close_quietly(run)
 
 
-def _unsupported(case: Case, target: Target, instances: dict[str, Any]) -> str | None:
-    if case.transport == "mcp" and target.transport != "mcp":
-        return "checks the MCP envelope; the target is not MCP"
-    options = case.bridge_options
-    reason = target.unsupported(options)
-    if reason is not None:  # D-CNF-030: say what the case needs before why the target lacks it
-        return f"needs Bridge option(s) {', '.join(options)}: {reason}"
-    case_reason = getattr(target, "unsupported_case", None)
-    if case_reason is not None:
-        reason = case_reason(case.data)  # sessions or setup the target cannot reproduce
-    if reason is None:  # D-CNF-030: a configuration member the seeds do not fix
-        reason = CAPABILITIES.reason(case.data, target, instances)
-    return reason
+_NO_EXPECTATION: Final = object()
 
 
-def _own_instances(case: Case, instances: dict[str, Any]) -> dict[str, Any] | None:
-    """The instances of the run a case needs for itself, or None when it joins the shared run."""
+def _own_configuration(case: Case, instances: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     setup = case.data.get("setup")
-    if setup is None and not case.bridge_options:
-        return None
-    return dict(setup["instances"]) if setup is not None else instances
+    return (dict(setup["instances"]) if setup is not None else dict(instances)), case.bridge_options
 
 
-def planned_runs(cases: Iterable[Case], target: Target, instances: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """The (instances, options) of every run of its own the cases will open, in order."""
-    runs = []
-    for case in cases:
-        own = _own_instances(case, instances)
-        if own is not None and _unsupported(case, target, instances) is None:
-            runs.append((own, case.bridge_options))
-    return runs
+# --------------------------------------------------------------------------- configuration cases
 
 
-def _one(case: Case, target: Target, instances: dict[str, Any]) -> CaseOutcome | None:
-    reason = _unsupported(case, target, instances)
-    if reason is not None:
-        return CaseOutcome(case.id, UNSUPPORTED, detail=reason)
-    own_instances = _own_instances(case, instances)
-    if own_instances is None:
-        return None
-    options = case.bridge_options
-    setup = case.data.get("setup")
+def _setup_outcome(case_id: str, expected: Any, actual: Any) -> CaseOutcome:
+    mismatches = [f"setup {m}" for m in match(expected, actual, "", History())]
+    return CaseOutcome(case_id, FAILED if mismatches else PASSED, mismatches=mismatches)
+
+
+def _expects_refusal(expected: Any) -> bool:
+    return bool(match(expected, {"ok": True}, "", History()))
+
+
+def _refused_outcome(case_id: str, expected: Any, how: str) -> CaseOutcome:
+    """The server would not start with this configuration; nothing more can be seen (D-CNF-051)."""
+    if not _expects_refusal(expected):
+        return CaseOutcome(case_id, FAILED, mismatches=[f"setup: the configuration should be accepted; {how}"])
+    return CaseOutcome(case_id, PASSED, detail=f"judged by the refusal alone ({how}); the transport "
+                                               "carries no configuration error (D-CNF-051)")  # fmt: skip
+
+
+def _accepted_outcome(case: Case, expected: Any, run: Run) -> CaseOutcome:
+    """The target took the configuration: right when it should, and otherwise only if it will not serve it."""
+    if not _expects_refusal(expected):
+        return _setup_outcome(case.id, expected, {"ok": True})
+    code = expected.get("code") if isinstance(expected, dict) else None
+    served: list[str] = []
+    session = run.connect()
     try:
-        run = target.open(own_instances, options)
-    except TargetUnsupported as exc:
-        return CaseOutcome(case.id, UNSUPPORTED, detail=exc.reason)
-    except TargetCannotStart:
-        raise  # D-CNF-013: the command itself cannot run; every other case would fail the same way
-    except ConfigRejected as rejected:
-        if setup is not None and "expect" in setup:
-            return _setup_outcome(case, setup["expect"], rejected.error)
-        return CaseOutcome(case.id, ERRORED, detail=f"the target refused the configuration: {rejected.error}")
-    except Exception as exc:
-        return CaseOutcome(case.id, ERRORED, detail=f"could not start a run with {options}: {exc}")
-    try:
-        if setup is not None and "expect" in setup:
-            return _setup_outcome(case, setup["expect"], {"ok": True})
-        return run_case(case.data, run, target.transport)
+        for name in case.data["setup"]["instances"]:
+            value = session.prepare({"instance": name, "input": PROBE_INPUT}).value
+            error = value.get("error") if _is_reply(value) and value["kind"] == "error" else None
+            got = error.get("code") if isinstance(error, dict) else None
+            if got == "BRIDGE_INSTANCE_NOT_FOUND" or (got is not None and (code is None or not match(code, got, "", History()))):
+                continue  # not served, or refused at its first use with the expected code
+            if _is_reply(value) and value["kind"] == "task" and isinstance(value.get("jobId"), str):
+                with contextlib.suppress(Exception):
+                    session.cancel({"jobId": value["jobId"]})
+            served.append(f"{name!r} (a prepare answered {_brief(value)})")
     finally:
-        _close_quietly(run)
+        with contextlib.suppress(Exception):
+            session.close()
+    if not served:
+        return CaseOutcome(case.id, PASSED, detail="the configuration was accepted, but every prepare on its "
+                                                   "instances is refused as it should be (D-CNF-051)")  # fmt: skip
+    return CaseOutcome(case.id, FAILED, mismatches=[
+        f"setup: the configuration should be refused, and the target serves {', '.join(served)}",
+        *(f"setup {m}" for m in match(expected, {"ok": True}, "", History())),
+    ])
 
 
-def _shared_start_failure(exc: Exception) -> str:
+def _brief(value: Any) -> str:
+    if _is_reply(value) and value["kind"] == "error" and isinstance(value.get("error"), dict):
+        return f"error {value['error'].get('code')}"
+    return str(value.get("kind")) if isinstance(value, dict) else repr(value)[:80]
+
+
+def _describe_refusal(exc: Exception) -> str:
+    if isinstance(exc, ConfigRejected):
+        return f"refused: {exc.error.get('code') or ''} {exc.error.get('message', '')}".strip()
+    return str(exc)
+
+
+def _suite_refused(exc: Exception) -> str:
     if isinstance(exc, ConfigRejected):
         error = exc.error
         code = f"{error['code']}: " if error.get("code") else ""
@@ -246,12 +296,88 @@ def _shared_start_failure(exc: Exception) -> str:
     return f"{exc}, started with the suite's own instances (conformance/instances.json)"
 
 
-def _setup_outcome(case: Case, expected: Any, actual: Any) -> CaseOutcome:
-    mismatches = [f"setup {m}" for m in match(expected, actual, "", History())]
-    return CaseOutcome(case.id, FAILED if mismatches else PASSED, mismatches=mismatches)
-
-
 def _close_quietly(run: Run) -> None:
     # A run that fails to close has already told us what it could.
     with contextlib.suppress(Exception):
         run.close()
+
+
+# --------------------------------------------------------------------------- in this process
+
+
+def execute(
+    cases: Iterable[Case],
+    target: Target,
+    on_outcome: OnOutcome | None = None,
+    instances: dict[str, Any] | None = None,
+    *,
+    isolate: bool = False,
+) -> list[CaseOutcome]:
+    """Run ``cases`` against ``target`` in this process; ``on_outcome`` hears of each as it ends.
+
+    ``workers.execute`` does the same over worker processes for a target given by its spec.
+    """
+    executor = Executor(target, instances, isolate=isolate)
+    cases = list(cases)
+    plan = executor.plan(cases)
+    outcomes: list[CaseOutcome | None] = [None] * len(cases)
+    lock = threading.Lock()
+
+    def report(index: int, outcome: CaseOutcome) -> None:
+        outcomes[index] = outcome
+        if on_outcome is not None:
+            with lock:  # progress displays are not thread-safe
+                on_outcome(cases[index], outcome)
+
+    try:
+        for planned in plan.cases:
+            if planned.unsupported is not None:
+                report(planned.index, CaseOutcome(planned.id, UNSUPPORTED, detail=planned.unsupported))
+        run_units(executor, plan.units(), report)
+    finally:
+        executor.close()
+    return [outcome for outcome in outcomes if outcome is not None]
+
+
+def run_units(executor: Executor, units: Sequence[Unit], report: Callable[[int, CaseOutcome], None],
+              stop: threading.Event | None = None) -> None:  # fmt: skip
+    """The long-lived units on this thread, the runs of their own on threads beside it."""
+    stop = stop or threading.Event()
+    own: queue.SimpleQueue[Unit | None] = queue.SimpleQueue()
+    long_lived = [unit for unit in units if unit.config is not None]
+    for unit in units:
+        if unit.config is None:
+            own.put(unit)
+    failures: list[BaseException] = []
+
+    def take_own() -> None:
+        while not stop.is_set():
+            try:
+                unit = own.get_nowait()
+            except queue.Empty:
+                return
+            if unit is None:
+                return
+            try:
+                executor.run_unit(unit, report)
+            except BaseException as exc:  # TargetCannotStart, a fixture error: stop everything
+                failures.append(exc)
+                stop.set()
+                return
+
+    threads = min(OWN_RUNS_AT_ONCE, own.qsize())
+    with ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="intentref-own") as pool:
+        futures = [pool.submit(take_own) for _ in range(threads)]
+        try:
+            for unit in long_lived:
+                if stop.is_set():
+                    break
+                executor.run_unit(unit, report)
+            take_own()  # then help with the runs of their own
+        except BaseException as exc:
+            failures.append(exc)
+            stop.set()
+        for future in futures:
+            future.result()
+    if failures:
+        raise failures[0]

@@ -3,6 +3,10 @@
 A case *fails* when a reply does not match its expectation, *errors* when the target
 breaks (a crash, a timeout, a reply that is not a BridgeReply at all), and is
 *unsupported* when the target cannot make the run the case needs.
+
+A step that expects the call to be refused as malformed also passes when the protocol
+layer refused it instead of the implementation (D-CNF-055); the case goes on, that step
+with no reply, and its outcome says which steps were refused so.
 """
 
 from __future__ import annotations
@@ -38,11 +42,36 @@ def _is_reply(value: Any) -> bool:
     return isinstance(value, dict) and value.get("kind") in ("task", "result", "error")
 
 
+# spec: D-CNF-055 -- seed 000 (调用错误与任务状态): "SDK/协议参数校验或连接异常还可能直接抛出":
+# parameter validation may throw instead of answering with a BridgeReply.  The code a Bridge
+# gives a malformed call is INPUT_INVALID (R-BRG-019, seed 004); an SDK's input schema can
+# only refuse what a Bridge would refuse with it.
+MALFORMED_CALL_CODE = "INPUT_INVALID"
+
+
+def refusal_allowed(expect: Any) -> bool:
+    """Whether a step expecting ``expect`` may be refused by the protocol layer (D-CNF-055):
+    it expects an error reply whose code may be ``INPUT_INVALID`` (or any code)."""
+    if not isinstance(expect, dict):
+        return False
+    if "$error" in expect:
+        error = expect["$error"]
+    elif expect.get("kind") == "error":
+        error = expect.get("error")
+    else:
+        return False
+    if not isinstance(error, dict) or "code" not in error:
+        return True
+    return not match(error["code"], MALFORMED_CALL_CODE, "", History())
+
+
 def run_case(case: dict[str, Any], run: Run, transport: str) -> CaseOutcome:
     started = time.perf_counter()
     history = History()
     sessions: dict[str, Session] = {}
     outcome = CaseOutcome(case["id"], PASSED)
+    refused: list[str] = []  # steps the protocol layer refused where a refusal is allowed
+    index = 0
     try:
         for index, step in enumerate(case["steps"]):
             op = step["op"]
@@ -66,7 +95,16 @@ def run_case(case: dict[str, Any], run: Run, transport: str) -> CaseOutcome:
                 outcome.outcome, outcome.failed_step = FAILED, index
                 outcome.mismatches = [f"step {index}: {exc}"]
                 break
-            reply: Reply = getattr(sessions[name], op)(args)
+            try:
+                reply: Reply = getattr(sessions[name], op)(args)
+            except ProtocolRefusal as exc:
+                if not refusal_allowed(step["expect"]):
+                    raise
+                refused.append(f"step {index} ({op}) refused by the protocol layer, as seed 000 allows "
+                               f"(D-CNF-055): {exc.detail}")  # fmt: skip
+                history.replies.append(None)
+                history.texts.append(None)
+                continue
             if not _is_reply(reply.value):
                 raise TargetBroke(f"step {index} ({op}) returned something that is not a BridgeReply: {reply.value!r:.300}")
             mismatches = [f"step {index} ({op}) {m}" for m in match(step["expect"], reply.value, "", history)]
@@ -99,6 +137,8 @@ def run_case(case: dict[str, Any], run: Run, transport: str) -> CaseOutcome:
             # (D-CNF-002); an explicit close step above really closes.
             with contextlib.suppress(Exception):
                 getattr(session, "release", session.close)()
+    if refused and outcome.outcome in (PASSED, FAILED) and not outcome.detail:
+        outcome.detail = "; ".join(refused)
     outcome.replies = history.replies
     outcome.seconds = time.perf_counter() - started
     return outcome

@@ -9,13 +9,15 @@ is the floor every other target is compared with.
 
 from __future__ import annotations
 
+import abc
 import json
 import os
 import shutil
 from collections.abc import Callable
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from intentref._paths import data_dir
+from intentref.core.limits import is_well_formed
 
 # D-CNF-030: the capability names a target may declare (``capabilities``); what they mean
 # and the probe for a target that declares nothing are in ``capabilities``.
@@ -107,27 +109,40 @@ class Reply:
         return f"Reply(value={self.value!r}, text={self.text!r})"
 
 
-class Session(Protocol):
-    """One connection.  A session may also have ``release()``, which the runner calls instead
-    of ``close()`` when the case is over: a target whose connections are expensive (one
-    server process each over stdio) keeps the connection for the next case, after ending
-    every job the case left active (D-CNF-002)."""
+class Session(abc.ABC):
+    """One connection: the three Bridge calls, each returning a ``Reply``.
 
+    ``release()`` is what the runner calls when a case is over.  By default it closes the
+    session; a target whose connections are expensive (one server process each over stdio)
+    overrides it to keep the connection for the next case.  The runner has already cancelled
+    every job the case left active by then (D-CNF-002).
+    """
+
+    @abc.abstractmethod
     def prepare(self, request: Any) -> Reply: ...
+
+    @abc.abstractmethod
     def accept(self, request: Any) -> Reply: ...
+
+    @abc.abstractmethod
     def cancel(self, request: Any) -> Reply: ...
+
+    @abc.abstractmethod
     def close(self) -> None: ...
 
+    def release(self) -> None:
+        self.close()
 
-class CallSession:
+
+class CallSession(Session):
     """A session whose three calls are one method: ``_call(op, request)``.
 
     For the adapters (variants, faults, MCP and harness transports) that treat prepare,
     accept and cancel alike and differ only in how one call is made.
     """
 
-    def _call(self, op: str, request: Any) -> Any:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _call(self, op: str, request: Any) -> Any: ...
 
     def prepare(self, request: Any) -> Any:
         return self._call("prepare", request)
@@ -139,25 +154,73 @@ class CallSession:
         return self._call("cancel", request)
 
 
-class Run(Protocol):
+class Run(abc.ABC):
+    """One configuration (instances and Bridge options) of a target, open until ``close``."""
+
+    @abc.abstractmethod
     def connect(self) -> Session: ...
+
+    @abc.abstractmethod
     def close(self) -> None: ...
 
+    def new_case(self) -> None:
+        """A long-lived run is about to serve another case (connections it keeps may be reused)."""
 
-class Target(Protocol):
-    name: str
-    transport: str  # "in-process", "mcp" or "harness"
+    def left_behind(self) -> list[str]:
+        """What the last case left that could not be ended (a job a cancel did not end), if anything.
+
+        A run that keeps connections from case to case cancels each case's jobs when its
+        sessions are released, and says here when that failed (D-CNF-002); the runner then
+        replaces the run before the next case.
+        """
+        return []
+
+
+# A run the runner plans: (instances, Bridge options).
+PlannedRun = tuple[dict[str, Any], dict[str, Any]]
+
+
+class Target(abc.ABC):
+    """What the runner drives: every member it calls is here, with its default.
+
+    ``transport`` is ``"in-process"``, ``"mcp"`` or ``"harness"``; a case that checks the MCP
+    envelope is unsupported on a target that is not MCP.  ``capabilities`` is the set of
+    capability names the target declares (D-CNF-030); None means "probe me".
+
+    ``long_lived_runs``: opening a run costs a process start, so the runner keeps runs open
+    across cases and serves cases that need no Bridge of their own from them, their own
+    instances merged into one configuration under names of their own (D-CNF-050).  A target
+    whose runs are cheap leaves it False and every case with its own instances gets a run
+    of exactly those.
+
+    ``configured_elsewhere``: the server's instances are its own (a server already running),
+    so the runner checks before the first case that it serves those the cases use
+    (D-CNF-013), and a case with instances of its own is unsupported.
+    """
+
+    name: str = "target"
+    transport: str = "in-process"
+    capabilities: frozenset[str] | None = None
+    long_lived_runs: bool = False
+    configured_elsewhere: bool = False
 
     def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
-        """Why a run with these options cannot be made here, or None.
+        """Why a run with these Bridge options cannot be made here, or None."""
+        return None
 
-        A target may also define ``unsupported_case(case) -> str | None`` for reasons that
-        depend on the whole case (its sessions, its setup); the runner asks it when present.
-        """
+    def unsupported_case(self, case: dict[str, Any]) -> str | None:
+        """Why this case (its sessions, its setup) cannot be run here, or None."""
+        return None
 
-    def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run: ...
+    @abc.abstractmethod
+    def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run:
+        """A run of this configuration; raises ``ConfigRejected`` when the target refuses it."""
 
-    def close(self) -> None: ...
+    def expect_runs(self, runs: list[PlannedRun]) -> None:
+        """The runs of their own that ``open`` will be asked for next, in order (prefetch)."""
+
+    def close(self) -> None:
+        """Release everything the target started."""
 
 
 def program_problem(program: str) -> str | None:
@@ -179,6 +242,21 @@ def program_problem(program: str) -> str | None:
     return None
 
 
+def has_lone_surrogate(value: Any) -> bool:
+    """Whether a JSON value holds a lone surrogate anywhere, keys included.
+
+    Such a value can be written as JSON text (an escape like ``\\ud800``) but not as UTF-8;
+    whether a server ever sees it depends on its transport (D-MCP-008, D-CNF-053).
+    """
+    if isinstance(value, str):
+        return not is_well_formed(value)
+    if isinstance(value, dict):
+        return any(has_lone_surrogate(k) or has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(has_lone_surrogate(v) for v in value)
+    return False
+
+
 def load_instances() -> dict[str, Any]:
     """The instance configurations of ``conformance/instances.json``."""
     document = json.loads((data_dir("conformance") / "instances.json").read_text("utf-8"))
@@ -188,7 +266,7 @@ def load_instances() -> dict[str, Any]:
 # --- the bundled reference, in this process ------------------------------------------------
 
 
-class InProcessSession:
+class InProcessSession(Session):
     def __init__(self, session: Any) -> None:
         self._session = session
 
@@ -205,7 +283,7 @@ class InProcessSession:
         self._session.close()
 
 
-class InProcessRun:
+class InProcessRun(Run):
     """A run over any object with the Bridge's ``connect()`` / ``close()`` and dict replies."""
 
     def __init__(self, bridge: Any) -> None:
@@ -218,7 +296,7 @@ class InProcessRun:
         self._bridge.close()
 
 
-class InProcessTarget:
+class InProcessTarget(Target):
     """The reference Bridge called directly: what mutation testing and differential checks use.
 
     ``bridge_factory`` lets a test wrap the reference (to prove the suite catches a

@@ -34,7 +34,7 @@ from typing import Any
 from intentref.core.choices import REFERENCE, Choices, chosen
 from intentref.suite.conformance._variant import BridgeReply, State, Variant, replace_choices  # noqa: F401
 from intentref.suite.conformance.capabilities import REFERENCE_CAPABILITIES
-from intentref.suite.conformance.targets import CallSession, ConfigRejected, InProcessRun, Run
+from intentref.suite.conformance.targets import CallSession, ConfigRejected, InProcessRun, Run, Target
 
 # --------------------------------------------------------------------------- the target
 
@@ -102,7 +102,7 @@ class VariantBridge:
             self._bridge.close()
 
 
-class VariantTarget:
+class VariantTarget(Target):
     """The in-process reference Bridge with the decisions of ``variants`` taken their way."""
 
     # Cases with runs of their own (capacity, the legacy TTLs' sleeps) may run side by side,

@@ -1,0 +1,424 @@
+"""The runner's work spread over worker processes, each with an interpreter of its own (D-CNF-054).
+
+The runner's own work -- MCP clients, matching replies, the in-process targets themselves --
+is Python, and Python threads share one interpreter lock; so cases go to worker
+*processes*, as pytest-xdist and Bowtie do.  The parent plans every target's cases
+(``plan.make_plan``), cuts them into units, starts ``jobs`` workers (forked: they inherit the
+plans and the imported modules) and reads their results as they come, so one report is
+written in case order.  Threads stay only for waiting on IO: inside a worker, the runs of
+their own wait for their servers on ``OWN_RUNS_AT_ONCE`` threads beside the long-lived one.
+
+Each worker builds each target from its spec (``registry.TargetSpec``) once, when it first
+takes a unit of it, keeps its long-lived runs open while it works, and closes them at the end.
+A worker that dies takes only the cases it was running with it: they are ``errored``.
+
+``jobs`` defaults to the CPUs this process may use (``os.sched_getaffinity``: it honours
+``taskset`` and container limits).  ``jobs=1`` runs everything here, with no worker at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import queue
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from typing import Any, Final
+
+from intentref.suite.conformance.fixtures import Case
+from intentref.suite.conformance.plan import Plan, Unit, make_plan
+from intentref.suite.conformance.registry import TargetSpec
+from intentref.suite.conformance.runner import OWN_RUNS_AT_ONCE, Executor, run_units
+from intentref.suite.conformance.script import ERRORED, UNSUPPORTED, CaseOutcome
+from intentref.suite.conformance.targets import Target, TargetCannotStart, load_instances
+from intentref.suite.conformance.values import FixtureError
+
+# How long the parent waits for a worker's news before it checks the time limit again.
+_POLL_SECONDS: Final = 0.2
+
+
+def default_jobs() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass
+class Work:
+    """One target's share of a run: its spec, its cases and their plan."""
+
+    key: str  # names the target in units and results
+    spec: TargetSpec
+    cases: list[Case]
+    plan: Plan | None = None
+    isolate: bool = False
+    instances: dict[str, Any] | None = None
+    # Filled in by plan_work, from the target it builds to plan:
+    name: str = ""
+    transport: str = ""
+    # Filled in as the run goes:
+    outcomes: dict[int, CaseOutcome] = field(default_factory=dict)
+    seconds: float = 0.0  # the time its units took, summed over the workers (its own time)
+    error: str | None = None  # the target could not start at all
+    era: str | None = None  # the MCP era a worker negotiated
+
+
+class Stopped(Exception):
+    """The run was stopped (a target that cannot start, a time limit)."""
+
+
+def plan_work(works: Sequence[Work]) -> None:
+    """Plan each target's cases, with a target built here only to be asked (no process starts)."""
+    for work in works:
+        target = work.spec.build()
+        try:
+            work.plan = make_plan(work.cases, target, work.instances or load_instances(), isolate=work.isolate)
+            work.name, work.transport = target.name, target.transport
+        finally:
+            target.close()
+
+
+def run_works(works: Sequence[Work], jobs: int, on_outcome: Callable[[Work, int, CaseOutcome], None] | None = None,
+              *, stop_on_cannot_start: bool = True, deadline: float | None = None,
+              deadline_reason: str = "the time limit ran out before this case was answered") -> None:  # fmt: skip
+    """Run every ``Work`` (planned by ``plan_work``) over ``jobs`` workers; outcomes land in each Work.
+
+    ``stop_on_cannot_start``: a target that cannot start stops the whole run (``conformance``,
+    D-CNF-013) or only its own cases (``matrix``, which reports it in its column).
+    ``deadline`` (``time.monotonic()``): what has not been answered by then is ``errored``
+    with ``deadline_reason``; a run with a deadline always uses worker processes, which can
+    be stopped in the middle of a case.
+    """
+    units: list[Unit] = []
+    by_key = {work.key: work for work in works}
+    for work in works:
+        assert work.plan is not None, "plan_work first"
+        for planned in work.plan.cases:
+            if planned.unsupported is not None:
+                _report(work, planned.index, CaseOutcome(planned.id, UNSUPPORTED, detail=planned.unsupported), on_outcome)
+        units.extend(work.plan.units(work.key, first=len(units), jobs=jobs))
+    if not units:
+        return
+    if jobs <= 1 and deadline is None:
+        _run_here(works, units, on_outcome, stop_on_cannot_start)
+        return
+    _Pool(by_key, units, jobs, on_outcome, stop_on_cannot_start, deadline, deadline_reason).run()
+
+
+def _report(work: Work, index: int, outcome: CaseOutcome,
+            on_outcome: Callable[[Work, int, CaseOutcome], None] | None) -> None:  # fmt: skip
+    outcome.replies = []  # reports do not read them, and they would cross a pipe
+    work.outcomes[index] = outcome
+    if on_outcome is not None:
+        on_outcome(work, index, outcome)
+
+
+# --------------------------------------------------------------------------- one process
+
+
+def _run_here(works: Sequence[Work], units: list[Unit], on_outcome: Any, stop_on_cannot_start: bool) -> None:
+    lock = threading.Lock()
+    for work in works:
+        mine = [unit for unit in units if unit.spec_key == work.key]
+        if not mine:
+            continue
+        started = time.perf_counter()
+        target = work.spec.build()
+        assert work.plan is not None
+        executor = Executor(target, work.instances, isolate=work.isolate, plan=work.plan)
+
+        def report(index: int, outcome: CaseOutcome, work: Work = work) -> None:
+            with lock:
+                _report(work, index, outcome, on_outcome)
+
+        try:
+            run_units(executor, mine, report)
+        except TargetCannotStart as exc:
+            if stop_on_cannot_start:
+                raise
+            work.error = str(exc)
+        finally:
+            executor.close()
+            target.close()
+            work.era = _era_of(target)
+            work.seconds += time.perf_counter() - started
+
+
+def _era_of(target: Target) -> str | None:
+    era = getattr(target, "era", None)  # MCP targets only: an EraChoice
+    found = getattr(era, "era", None)  # EraChoice.era, read without importing the MCP SDK here
+    return found if isinstance(found, str) else None
+
+
+# --------------------------------------------------------------------------- worker processes
+
+
+class _Pool:
+    def __init__(self, works: dict[str, Work], units: list[Unit], jobs: int, on_outcome: Any,
+                 stop_on_cannot_start: bool, deadline: float | None, deadline_reason: str) -> None:  # fmt: skip
+        self.works = works
+        self.deadline_reason = deadline_reason
+        self.units = {unit.number: unit for unit in units}
+        self.jobs = min(jobs, len(units))
+        self.on_outcome = on_outcome
+        self.stop_on_cannot_start = stop_on_cannot_start
+        self.deadline = deadline
+        self.running: dict[int, set[int]] = {}  # worker number -> units it took and has not finished
+        self.waiting: list[int] = sorted(self.units)  # units no worker has taken yet
+        self.started: dict[int, float] = {}  # unit -> when it was handed out (monotonic), while running
+        self.pipes: dict[int, Connection] = {}  # worker number -> its end of the pipe
+
+    def run(self) -> None:
+        # Forked workers inherit the imports and the plans for free; a fork beside other threads
+        # may inherit a lock one of them held, so then they start afresh (D-CNF-054).
+        forkable = sys.platform.startswith("linux") and threading.active_count() == 1
+        context: Any = multiprocessing.get_context("fork" if forkable else "spawn")
+        specs = {key: (work.spec, work.plan, work.instances, work.isolate) for key, work in self.works.items()}
+        processes = []
+        pipes: dict[Connection, int] = {}
+        for number in range(self.jobs):
+            ours, theirs = context.Pipe(duplex=True)
+            process = context.Process(target=_worker_main, args=(number, specs, self.units, theirs),
+                                      name=f"intentref-worker-{number}", daemon=True)  # fmt: skip
+            process.start()
+            theirs.close()
+            processes.append(process)
+            pipes[ours] = number
+            self.pipes[number] = ours
+            self.running[number] = set()
+        try:
+            self._listen(processes, pipes)
+        finally:
+            for process in processes:
+                if process.is_alive():
+                    process.terminate()
+            for process in processes:
+                process.join(10)
+                if process.is_alive():
+                    process.kill()
+                    process.join()
+
+    def _next_unit(self, long_lived: bool) -> int | None:
+        """The unit a worker thread takes next: fair shares of worker time (D-CNF-054).
+
+        Of the targets with a unit of the asked sort still waiting, the one that has had the
+        least worker time so far (its units finished, plus those running, counted to now)
+        goes next; so a slow implementation never holds back a fast one, and no single one
+        sets the run's length.  A long-lived thread takes runs of their own when no long-lived
+        unit waits.
+        """
+        now = time.monotonic()
+        used = {key: work.seconds for key, work in self.works.items()}
+        for unit_number, since in self.started.items():
+            used[self.units[unit_number].spec_key] += now - since
+        for wanted in ((True, False) if long_lived else (False,)):
+            waiting = [u for u in self.waiting if (self.units[u].config is not None) == wanted]
+            if waiting:
+                # min by time used; the first waiting unit of that target (plans are in case order)
+                chosen = min(waiting, key=lambda u: (used[self.units[u].spec_key], u))
+                self.waiting.remove(chosen)
+                self.started[chosen] = now
+                return chosen
+        return None
+
+    def _listen(self, processes: list[Any], pipes: dict[Connection, int]) -> None:
+        open_pipes = dict(pipes)
+        while open_pipes:
+            timeout = _POLL_SECONDS
+            if self.deadline is not None and time.monotonic() >= self.deadline:
+                self._abandon(self.deadline_reason)
+                return
+            for ready in wait(list(open_pipes), timeout):
+                assert isinstance(ready, Connection)
+                number = open_pipes[ready]
+                try:
+                    message = ready.recv()
+                except (EOFError, OSError):
+                    del open_pipes[ready]
+                    processes[number].join(5)
+                    self._worker_gone(number, processes[number].exitcode)
+                    continue
+                self._heard(number, message)
+
+    def _heard(self, number: int, message: tuple[Any, ...]) -> None:
+        kind = message[0]
+        if kind == "outcome":
+            _, key, index, outcome = message
+            _report(self.works[key], index, outcome, self.on_outcome)
+        elif kind == "want":
+            _, slot, long_lived = message
+            unit = self._next_unit(long_lived)
+            if unit is not None:
+                self.running[number].add(unit)
+            self.pipes[number].send((slot, unit))
+        elif kind == "finished":
+            _, unit, seconds = message
+            self.running[number].discard(unit)
+            self.started.pop(unit, None)
+            self.works[self.units[unit].spec_key].seconds += seconds
+        elif kind == "era":
+            self.works[message[1]].era = message[2]
+        elif kind == "cannot-start":
+            _, key, text = message
+            work = self.works[key]
+            if work.error is None:
+                work.error = text
+            if self.stop_on_cannot_start:
+                raise TargetCannotStart(text)
+        elif kind == "fixture-error":
+            raise FixtureError(message[1])
+        elif kind == "crash":
+            raise RuntimeError(f"a worker process broke: {message[1]}")
+
+    def _worker_gone(self, number: int, status: int | None) -> None:
+        lost = self.running.pop(number, set())
+        for unit_number in lost:
+            unit = self.units[unit_number]
+            work = self.works[unit.spec_key]
+            for index in unit.indices:
+                if index not in work.outcomes:
+                    assert work.plan is not None
+                    detail = f"the worker process running this case died (exit status {status})"
+                    _report(work, index, CaseOutcome(work.plan.cases[index].id, ERRORED, detail=detail), self.on_outcome)
+
+    def _abandon(self, reason: str) -> None:
+        for work in self.works.values():
+            assert work.plan is not None
+            for planned in work.plan.cases:
+                if planned.index not in work.outcomes:
+                    _report(work, planned.index, CaseOutcome(planned.id, ERRORED, detail=reason), self.on_outcome)
+
+
+def _worker_main(number: int, specs: dict[str, Any], units: dict[int, Unit], pipe: Connection) -> None:
+    """A worker: ask the parent for units until none is left; send every outcome back as it ends.
+
+    Its main thread runs long-lived units (then, when none waits, runs of their own);
+    ``OWN_RUNS_AT_ONCE`` threads beside it run only runs of their own, whose time is mostly a
+    server starting.  One reader thread hands the parent's answers to the thread that asked.
+    """
+    lock = threading.Lock()
+    stop = threading.Event()
+    executors: dict[str, tuple[Target, Executor]] = {}
+    cannot_start: dict[str, str] = {}
+    answers: dict[int, queue.SimpleQueue[int | None]] = {slot: queue.SimpleQueue() for slot in range(OWN_RUNS_AT_ONCE + 1)}
+
+    def tell(*message: Any) -> None:
+        with lock:
+            pipe.send(message)
+
+    def read_answers() -> None:
+        try:
+            while True:
+                slot, unit_number = pipe.recv()
+                answers[slot].put(unit_number)
+        except (EOFError, OSError):  # the parent is gone or done: nobody waits for more
+            for waiting in answers.values():
+                waiting.put(None)
+
+    def executor_for(key: str) -> Executor | None:
+        with lock:
+            if key in cannot_start:
+                return None
+            if key not in executors:
+                spec, plan, instances, isolate = specs[key]
+                target = spec.build()
+                executors[key] = (target, Executor(target, instances, isolate=isolate, plan=plan))
+            return executors[key][1]
+
+    def do(unit_number: int) -> None:
+        unit = units[unit_number]
+        started = time.perf_counter()
+        try:
+            executor = executor_for(unit.spec_key)
+            if executor is not None:
+                executor.run_unit(unit, lambda index, outcome: tell("outcome", unit.spec_key, index, _slim(outcome)))
+        except TargetCannotStart as exc:
+            with lock:
+                cannot_start[unit.spec_key] = str(exc)
+            tell("cannot-start", unit.spec_key, str(exc))
+        finally:
+            tell("finished", unit_number, time.perf_counter() - started)
+
+    def take(slot: int) -> None:
+        try:
+            while not stop.is_set():
+                tell("want", slot, slot == 0)
+                unit_number = answers[slot].get()
+                if unit_number is None:
+                    return
+                do(unit_number)
+        except FixtureError as exc:
+            stop.set()
+            tell("fixture-error", str(exc))
+        except BaseException:
+            stop.set()
+            tell("crash", traceback.format_exc(limit=8))
+
+    threading.Thread(target=read_answers, daemon=True).start()
+    threads = [threading.Thread(target=take, args=(slot,), daemon=True) for slot in range(1, OWN_RUNS_AT_ONCE + 1)]
+    for thread in threads:
+        thread.start()
+    take(0)
+    for thread in threads:
+        thread.join()
+    for key, (target, executor) in executors.items():
+        with contextlib.suppress(Exception):
+            executor.close()
+        era = _era_of(target)
+        with contextlib.suppress(Exception):
+            target.close()
+        if era is not None:
+            tell("era", key, era)
+    pipe.close()
+
+
+def _slim(outcome: CaseOutcome) -> CaseOutcome:
+    outcome.replies = []
+    return outcome
+
+
+# --------------------------------------------------------------------------- one target
+
+
+def execute(cases: Sequence[Case], spec: TargetSpec, *, jobs: int | None = None, isolate: bool = False,
+            on_outcome: Callable[[Case, CaseOutcome], None] | None = None,
+            instances: dict[str, Any] | None = None) -> tuple[list[CaseOutcome], Work]:  # fmt: skip
+    """Run ``cases`` against the target of ``spec`` over ``jobs`` workers; outcomes in case order."""
+    jobs = default_jobs() if jobs is None else jobs
+    work = Work("target", spec, list(cases), isolate=isolate, instances=instances)
+    with shared_resources([work]):
+        plan_work([work])
+
+        def heard(_work: Work, index: int, outcome: CaseOutcome) -> None:
+            if on_outcome is not None:
+                on_outcome(work.cases[index], outcome)
+
+        run_works([work], jobs, heard)
+    outcomes = [work.outcomes[index] for index in sorted(work.outcomes)]
+    return outcomes, work
+
+
+@contextlib.contextmanager
+def shared_resources(works: Sequence[Work]) -> Any:
+    """What the workers share, started once here: the reference zygote, when a target forks from it."""
+    wanted = [work for work in works if work.spec.kind in ("reference", "http-reference") and not work.spec.cold_start]
+    if not wanted:
+        yield
+        return
+    from intentref.suite.conformance.mcp_transport import Zygote
+
+    zygote = Zygote(max(3 * max(work.spec.timeout for work in wanted), 60.0))
+    try:
+        for work in wanted:
+            work.spec = work.spec.with_resources(zygote=zygote.socket)
+        yield
+    finally:
+        zygote.close()
