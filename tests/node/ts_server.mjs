@@ -1,0 +1,184 @@
+// intent-runtime-mcp as a JavaScript implementer would build it on the TypeScript MCP SDK.
+//
+//   node ts_server.mjs --config FILE [--upstream CMD]
+//
+// Why it exists: the conformance suite must be able to judge an MCP server that is not the
+// Python reference, one whose protocol layer is another SDK's. This is that server: an
+// McpServer serving seed 000's three tools (intent_prepare, intent_accept, intent_cancel) on
+// stdio, with zod input schemas written from the seeds, so the TypeScript SDK itself
+// validates every call and refuses a malformed one in its own way (an isError result whose
+// text is the SDK's message, not a BridgeReply) before any Bridge sees it. It speaks only
+// what SDK 1.x speaks: the initialize-handshake era.
+//
+// It does not reimplement the Bridge. It is a proxy: at start it spawns the reference
+// (CMD, default `intent-runtime-mcp`, or env INTENT_UPSTREAM; split on spaces) with
+// `--config FILE` as its upstream through the SDK's Client, forwards each validated call to
+// the upstream tool of the same name, and returns the upstream's CallToolResult (content,
+// structuredContent, isError) unchanged. One proxy process is one upstream process, so one
+// MCP session here is one Bridge session there.
+//
+// Exit status: 0 when stdin ends (the client went away) or on SIGINT/SIGTERM; 1 when the
+// upstream refuses the configuration (one stderr line "ts-server: configuration refused: "
+// followed by the upstream's own line, which names the error code) or dies while serving.
+// stdout carries MCP bytes only.
+
+import process from "node:process";
+import { parseArgs } from "node:util";
+import { z } from "zod";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+const { values: opts } = parseArgs({
+  options: { config: { type: "string" }, upstream: { type: "string" } },
+});
+if (!opts.config) {
+  process.stderr.write("usage: node ts_server.mjs --config FILE [--upstream CMD]\n");
+  process.exit(1);
+}
+const [command, ...upstreamArgs] = (opts.upstream ?? process.env.INTENT_UPSTREAM ?? "intent-runtime-mcp")
+  .trim()
+  .split(/\s+/);
+
+// --------------------------------------------------------------------------- tool schemas
+// Seed 000 "工具与 session 方法": PrepareRequest = IntentParseRequest + instance, AcceptRequest,
+// CancelRequest. Unknown members are refused, as the reference's inputSchema
+// (additionalProperties: false) says; limits (e.g. detail's 2048 UTF-8 bytes) stay the Bridge's.
+
+const contextMessage = z.strictObject({
+  role: z.enum(["user", "assistant", "tool"]),
+  content: z.string(),
+});
+
+const TOOLS = {
+  intent_prepare: {
+    description:
+      "Start recognizing one user request with a configured instance. The reply (structuredContent, " +
+      'same JSON in the text) is a BridgeReply: kind "task" (write its candidate, submit it with ' +
+      'intent_accept), "result" or "error".',
+    inputSchema: z.strictObject({
+      instance: z.string().describe("Name of the configured intent-runtime instance."),
+      input: z.string().describe("The user's current request text, verbatim."),
+      context: z
+        .union([z.string(), z.array(contextMessage)])
+        .nullable()
+        .optional()
+        .describe("Earlier conversation: one background text, or messages in order."),
+      fields: z
+        .array(z.string())
+        .nullable()
+        .optional()
+        .describe("Top-level schema fields to extract; [] recognizes intents only; omit for all."),
+    }),
+  },
+  intent_accept: {
+    description:
+      "Submit the complete candidate (one JSON text) for the task you last received, with that " +
+      "task's own jobId and stepToken. The reply is a new task, the result, or an error.",
+    inputSchema: z.strictObject({
+      jobId: z.string().describe("jobId of the task being answered."),
+      stepToken: z.string().describe("stepToken of the same task."),
+      candidateText: z.string().describe("The whole candidate as one JSON text."),
+    }),
+  },
+  intent_cancel: {
+    description:
+      "Stop a job you will not finish. isError true does not mean the cancel failed; a job that " +
+      "already finished answers with its original terminal reply.",
+    inputSchema: z.strictObject({
+      jobId: z.string().describe("jobId of the job to stop."),
+      outcome: z.enum(["cancelled", "refusal", "incomplete"]).describe("Why; cancelled when omitted.").optional(),
+      detail: z.string().describe("Optional note, at most 2048 UTF-8 bytes.").optional(),
+    }),
+  },
+};
+
+// --------------------------------------------------------------------------- the upstream
+
+const upstreamTransport = new StdioClientTransport({
+  command,
+  args: [...upstreamArgs, "--config", opts.config],
+  env: process.env, // the whole environment, not the SDK's safe subset: this is our own child
+  stderr: "pipe",
+});
+const upstreamStderr = upstreamTransport.stderr; // available before start
+let startupLog = "";
+const collectStartupLog = (chunk) => (startupLog += chunk);
+upstreamStderr.setEncoding("utf8");
+upstreamStderr.on("data", collectStartupLog);
+
+const upstream = new Client({ name: "ts-server-proxy", version: "0.1.0" });
+try {
+  await upstream.connect(upstreamTransport);
+} catch (error) {
+  // It exited (or broke) before the handshake completed: say why in one line of our own.
+  await new Promise((resolve) => {
+    if (upstreamStderr.readableEnded) resolve();
+    upstreamStderr.once("end", resolve);
+    setTimeout(resolve, 1000).unref();
+  });
+  const lines = startupLog.split("\n").map((line) => line.trim()).filter(Boolean);
+  const why = lines.find((line) => line.includes("configuration fault")) ?? lines.at(-1) ?? String(error?.message ?? error);
+  process.stderr.write(`ts-server: configuration refused: ${why}\n`);
+  await upstream.close().catch(() => {});
+  process.exit(1);
+}
+// Serving: what the upstream logs from now on is the operator's, on our stderr.
+upstreamStderr.off("data", collectStartupLog);
+process.stderr.write(startupLog);
+upstreamStderr.pipe(process.stderr);
+
+// --------------------------------------------------------------------------- the server
+
+const server = new McpServer(
+  { name: "intent-runtime", version: `ts-proxy+${upstream.getServerVersion()?.version ?? "unknown"}` },
+  { instructions: upstream.getInstructions() },
+);
+for (const [name, { description, inputSchema }] of Object.entries(TOOLS)) {
+  server.registerTool(name, { description, inputSchema }, (args, extra) =>
+    upstream.callTool({ name, arguments: args }, undefined, { signal: extra.signal }),
+  );
+}
+
+let stopping = false;
+async function stop(status) {
+  if (stopping) return;
+  stopping = true;
+  await server.close().catch(() => {});
+  await upstream.close().catch(() => {});
+  process.stdout.write("", () => process.exit(status));
+}
+
+upstream.onclose = () => {
+  if (stopping) return;
+  process.stderr.write("ts-server: the upstream intent-runtime-mcp ended while serving\n");
+  stop(1);
+};
+
+const transport = new StdioServerTransport();
+await server.connect(transport);
+server.server.onclose = () => stop(0); // the SDK gave up on the client (e.g. a line over its 10 MiB buffer)
+
+// The SDK's stdio transport does not watch for end of input. When stdin ends, answer the
+// requests already read (a client may write its last request and close at once), then stop.
+const inFlight = new Set();
+let inputEnded = false;
+const stopWhenIdle = () => inputEnded && inFlight.size === 0 && stop(0);
+const onmessage = transport.onmessage;
+transport.onmessage = (message, extra) => {
+  if ("method" in message && "id" in message) inFlight.add(message.id);
+  onmessage?.(message, extra);
+  // A cancelled request is never answered.
+  if (message.method === "notifications/cancelled" && inFlight.delete(message.params?.requestId)) stopWhenIdle();
+};
+const send = transport.send.bind(transport);
+transport.send = async (message, options) => {
+  await send(message, options);
+  if (!("method" in message) && "id" in message && inFlight.delete(message.id)) stopWhenIdle();
+};
+process.stdin.on("end", () => {
+  inputEnded = true;
+  stopWhenIdle();
+});
+for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => stop(0));
