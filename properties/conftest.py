@@ -133,6 +133,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     outcomes = os.environ.get("INTENTREF_PROPERTIES_OUTCOMES")
     if outcomes and not call.excinfo.errisinstance(KeyboardInterrupt):
         level, decisions = ist.failure_level(call.excinfo.value)
+        marked = item.get_closest_marker("decided")
+        if marked is not None:  # the whole test rests on these decisions: any failure is theirs
+            level, decisions = "reference", tuple(dict.fromkeys((*marked.args, *decisions)))
         with open(outcomes, "a", encoding="utf-8") as handle:
             handle.write(json.dumps({"test": item.nodeid, "level": level, "decisions": list(decisions)}) + "\n")
     return report

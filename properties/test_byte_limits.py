@@ -2,9 +2,10 @@
 
 # spec: R-CAN-003, R-CAN-004, R-CAP-009, R-CAP-012, R-CAP-013, R-LIF-009, R-LIF-002, R-ERR-017
 
-1-, 2-, 3- and 4-byte characters and lone surrogates (3 bytes each, as U+FFFD: D-LIM-006)
-are put right at each boundary: exactly the limit is accepted, one byte more is refused,
-and a refusal never ends the job.
+1-, 2-, 3- and 4-byte characters are put right at each boundary: exactly the limit is
+accepted, one byte more is refused, and a refusal never ends the job.  Lone surrogates
+(3 bytes each, as U+FFFD: D-LIM-006) are the reference's own reading and reach a server only
+over some transports: they are checked at reference level in test_lone_surrogates.py.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from intentref.core.limits import (
     well_formed,
 )
 
-# One character of each width, and lone surrogates (written as U+FFFD: 3 bytes).
-WIDTHS = {"1-byte": "a", "2-byte": "é", "3-byte": "中", "4-byte": "😀", "lone-high": "\ud800", "lone-low": "\udfff"}
+# One character of each width.
+WIDTHS = {"1-byte": "a", "2-byte": "é", "3-byte": "中", "4-byte": "😀"}
 CORE = {"normalizedInput": "x", "primaryIntent": None, "requirements": [], "prohibitions": [], "intents": []}
 CANCEL_CODES = {"cancelled": "MODEL_ABORTED", "refusal": "MODEL_REFUSED", "incomplete": "MODEL_OUTPUT_INCOMPLETE"}
 
@@ -75,14 +76,14 @@ def test_cancel_detail_boundary_after_each_width(intentref_target: Any, width: s
 
 @given(over=st.sampled_from([0, 1]), outcome=st.sampled_from(list(CANCEL_CODES)), data=st.data())
 def test_cancel_detail_boundary_mixed(intentref_target: Any, over: int, outcome: str, data: st.DataObject) -> None:
-    # spec: R-CAN-003 -- mixed widths and lone surrogates, exactly at the limit or one byte over.
-    detail = data.draw(ist.cancel_details(MAX_CANCEL_DETAIL_BYTES + over), label="detail")
+    # spec: R-CAN-003 -- mixed widths, exactly at the limit or one byte over.
+    detail = data.draw(ist.cancel_details(MAX_CANCEL_DETAIL_BYTES + over, lone_surrogates=False), label="detail")
     assert utf8_length(detail) == MAX_CANCEL_DETAIL_BYTES + over
     first, second = _cancel(intentref_target, detail, outcome)
     _check_cancel(detail, outcome, first, second)
 
 
-@pytest.mark.parametrize("width", ["1-byte", "2-byte", "3-byte", "4-byte"])
+@pytest.mark.parametrize("width", list(WIDTHS))
 @pytest.mark.parametrize("over", [0, 1], ids=["at-limit", "one-over"])
 def test_candidate_size_boundary(intentref_target: Any, width: str, over: int) -> None:
     # spec: R-CAP-013, R-LIF-009 -- one byte over the candidate budget is refused and the step stays open.
@@ -100,7 +101,7 @@ def test_candidate_size_boundary(intentref_target: Any, width: str, over: int) -
             assert ist.error_code(reply) != "LIMIT_EXCEEDED", reply  # judged: a JSON string is no candidate
 
 
-@pytest.mark.parametrize("width", ["1-byte", "2-byte", "3-byte", "4-byte"])
+@pytest.mark.parametrize("width", list(WIDTHS))
 @pytest.mark.parametrize("over", [0, 1], ids=["at-limit", "one-over"])
 def test_input_size_boundary(intentref_target: Any, width: str, over: int) -> None:
     # D-LIM-002 -- the input budget (32 KiB), judged in UTF-8 bytes.

@@ -207,9 +207,12 @@ def broken_candidates(subject: Subject, faults: Sequence[str] | None = None, inc
     return _generated(_impl.broken, subject, names)
 
 
-def cancel_details(total_bytes: int) -> st.SearchStrategy[str]:
-    """Details of exactly ``total_bytes`` UTF-8 bytes (lone surrogates count 3, D-LIM-006)."""
-    return _generated(_impl.detail_with_bytes, total_bytes)
+def cancel_details(total_bytes: int, lone_surrogates: bool = True) -> st.SearchStrategy[str]:
+    """Details of exactly ``total_bytes`` UTF-8 bytes (lone surrogates count 3, D-LIM-006).
+
+    ``lone_surrogates=False`` draws well-formed text only: what every transport carries.
+    """
+    return _generated(_impl.detail_with_bytes, total_bytes, lone_surrogates)
 
 
 def malformed_requests(op: str, **ids: Any) -> st.SearchStrategy[tuple[str, Any]]:

@@ -1085,13 +1085,14 @@ def faults_for(subject: Subject, include_heavy: bool = True) -> list[str]:
 # --------------------------------------------------------------------------- cancel details
 
 
-def detail_with_bytes(d: Draw, total: int) -> str:
+def detail_with_bytes(d: Draw, total: int, lone_surrogates: bool = True) -> str:
     """A detail of exactly ``total`` UTF-8 bytes as a TextEncoder counts them (D-LIM-006).
 
-    Units of every width are drawn, lone surrogates included (3 bytes each, as U+FFFD),
-    then ``a``s fill the rest, so the boundary falls right after any kind of character.
+    Units of every width are drawn, lone surrogates included unless ``lone_surrogates`` is
+    false (3 bytes each, as U+FFFD), then ``a``s fill the rest, so the boundary falls right
+    after any kind of character.
     """
-    units = ["a", "é", "中", "😀", "\ud800", "\udfff"]
+    units = ["a", "é", "中", "😀", *(("\ud800", "\udfff") if lone_surrogates else ())]
     parts: list[str] = []
     used = 0
     while True:
