@@ -13,6 +13,7 @@ implementation and lets us replace exactly these two rules.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -20,9 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-import jsonschema
 import regress
-from jsonschema import Draft7Validator, Draft201909Validator, FormatChecker
 
 from intentref.core import choices, jsonpointer, limits
 from intentref.core.errors import Issue, error
@@ -382,28 +381,15 @@ def strip_removed_keywords(schema: Any) -> Any:
 
 # --- selection and validation --------------------------------------------------------------
 
-_FORMATS = FormatChecker(formats=())
-for _name in SUPPORTED_FORMATS:
-    if _name in ("url", "regex"):
-        continue
-    _source = Draft7Validator.FORMAT_CHECKER if _name in Draft7Validator.FORMAT_CHECKER.checkers else (
-        Draft201909Validator.FORMAT_CHECKER
-    )
-    _func, _raises = _source.checkers[_name]
-    _FORMATS.checks(_name, raises=_raises)(_func)
-_uri_func, _uri_raises = Draft7Validator.FORMAT_CHECKER.checkers["uri"]
-_FORMATS.checks("url", raises=_uri_raises)(_uri_func)  # D-SCH-002: url is an absolute URI
-
-
 def _regex_format(instance: object) -> bool:
     return not isinstance(instance, str) or ecma_regex_compiles(instance)
 
 
-_FORMATS.checks("regex")(_regex_format)
-
 def _ecma_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
     if isinstance(instance, str) and _compiled(pattern).find(instance) is None:
-        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+        from jsonschema import ValidationError  # loaded already: this runs inside a validator
+
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
 _REGEX_CACHE: dict[str, Any] = {}
@@ -416,19 +402,44 @@ def _compiled(pattern: str) -> Any:
     return compiled
 
 
-_Validator = jsonschema.validators.extend(Draft7Validator, {"pattern": _ecma_pattern})
+@functools.cache
+def _validation_kit() -> tuple[Any, Any, Any, Any]:
+    """(Draft-7's validator class, that class with the ECMA pattern rule, the format checker,
+    the format checker of the Python-re variant of D-SCH-001).
 
-# A variant of D-SCH-001: Python's re for the regex format (Draft 7's own pattern rule uses re).
-_PYTHON_RE_FORMATS = FormatChecker(formats=())
-_PYTHON_RE_FORMATS.checkers = {**_FORMATS.checkers, "regex": (lambda i: not isinstance(i, str) or regex_compiles(i, False), ())}
+    Built on first use, not at import: python-jsonschema imports its optional format
+    libraries when it loads (about 80 ms), and a program that only checks definitions (a
+    server refusing its configuration at start) never validates data.
+    """
+    from jsonschema import Draft7Validator, Draft201909Validator, FormatChecker, validators
+
+    formats = FormatChecker(formats=())
+    for name in SUPPORTED_FORMATS:
+        if name in ("url", "regex"):
+            continue
+        source = Draft7Validator.FORMAT_CHECKER if name in Draft7Validator.FORMAT_CHECKER.checkers else (
+            Draft201909Validator.FORMAT_CHECKER
+        )
+        func, raises = source.checkers[name]
+        formats.checks(name, raises=raises)(func)
+    uri_func, uri_raises = Draft7Validator.FORMAT_CHECKER.checkers["uri"]
+    formats.checks("url", raises=uri_raises)(uri_func)  # D-SCH-002: url is an absolute URI
+    formats.checks("regex")(_regex_format)
+    ecma = validators.extend(Draft7Validator, {"pattern": _ecma_pattern})
+    # A variant of D-SCH-001: Python's re for the regex format (Draft 7's own pattern rule uses re).
+    python_re_formats = FormatChecker(formats=())
+    python_re_formats.checkers = {**formats.checkers,
+                                  "regex": (lambda i: not isinstance(i, str) or regex_compiles(i, False), ())}  # fmt: skip
+    return Draft7Validator, ecma, formats, python_re_formats
 
 
 def _validator_for(schema: Any, chosen: choices.Choices) -> Any:
     """The Draft-7 validator of ``schema`` under the decisions ``chosen`` (D-SCH-001, D-SCH-003)."""
-    cls = _Validator if chosen.ecma_regex else Draft7Validator
+    draft7, ecma, formats, python_re_formats = _validation_kit()
+    cls = ecma if chosen.ecma_regex else draft7
     if not chosen.formats_asserted:
         return cls(schema)  # a variant of D-SCH-003: formats only annotate
-    return cls(schema, format_checker=_FORMATS if chosen.ecma_regex else _PYTHON_RE_FORMATS)
+    return cls(schema, format_checker=formats if chosen.ecma_regex else python_re_formats)
 
 
 def _validation_schema(node: Any) -> Any:

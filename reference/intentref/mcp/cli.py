@@ -12,7 +12,6 @@ anything else (D-MCP-012, D-MCP-013).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import ipaddress
 import json
 import logging
@@ -327,6 +326,8 @@ async def _serve(
     http_options: dict[str, Any],
     abandon: Callable[[int], NoReturn],
 ) -> int:
+    import asyncio
+
     from intentref import IntentParseError
     from intentref.mcp.server import serve_intent_mcp, serve_intent_mcp_http
 
@@ -437,6 +438,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.shutdown()
         sys.stderr.flush()
         os._exit(code)
+
+    # asyncio is imported only to serve: a configuration refused at start never needs it (D-MCP-013).
+    import asyncio
 
     try:
         return asyncio.run(_serve(config, args.http, args.config, http_options, abandon))

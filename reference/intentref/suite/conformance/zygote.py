@@ -39,6 +39,7 @@ _SERVING_MODULES: Final = (
     "anyio.streams.stapled",
     "anyio.streams.tls",
     "anyio.abc",
+    "jsonschema",  # the core loads it on first data validation (schema_subset._validation_kit)
 )
 
 
