@@ -16,8 +16,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from intentref.core import jsonpointer
 from intentref import strategies as ist
+from intentref.core import jsonpointer
 from intentref.core.jsontext import dumps_compact
 
 REQUIREMENTS = ("R-DAT-005", "R-DAT-006", "R-SRC-010", "R-SRC-011")

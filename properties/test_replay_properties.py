@@ -38,7 +38,7 @@ def _candidate(data: st.DataObject, task: dict[str, Any], plan: ist.Plan) -> str
     else:
         subject = ist.Subject("data", data.draw(ist.data_candidates(payload, plan.data), label="data"), payload)
     if data.draw(st.booleans(), label="break it"):
-        _, broken = data.draw(ist.broken_candidates(subject), label="fault")
+        _, broken = data.draw(ist.broken_candidates(subject, lone_surrogates=False), label="fault")
         return broken.text
     return subject.text
 

@@ -198,10 +198,15 @@ def data_candidates(payload: dict[str, Any], data: dict[str, Any] | None = None)
     return _generated(_impl.data_candidate, payload, data)
 
 
-def broken_candidates(subject: Subject, faults: Sequence[str] | None = None, include_heavy: bool = False
-                      ) -> st.SearchStrategy[tuple[str, Broken]]:  # fmt: skip
-    """``(fault name, Broken)``: the subject's candidate broken in one named way."""
-    names = [n for n in (faults or faults_for(subject, include_heavy)) if FAULTS[n].applies(subject)]
+def broken_candidates(subject: Subject, faults: Sequence[str] | None = None, include_heavy: bool = False,
+                      lone_surrogates: bool = True) -> st.SearchStrategy[tuple[str, Broken]]:  # fmt: skip
+    """``(fault name, Broken)``: the subject's candidate broken in one named way.
+
+    ``lone_surrogates=False`` leaves out the faults whose text holds a raw lone surrogate,
+    which reaches a server only over some transports (D-MCP-008, D-CNF-053).
+    """
+    names = [n for n in (faults or faults_for(subject, include_heavy)) if FAULTS[n].applies(subject)
+             and (lone_surrogates or n not in _impl.LONE_SURROGATE_FAULTS)]  # fmt: skip
     if not names:
         raise ValueError("no fault applies to this candidate")
     return _generated(_impl.broken, subject, names)

@@ -1037,6 +1037,11 @@ def _deep_nesting(s: Subject, d: Draw) -> Broken:
     return Broken("[" * depth + "]" * depth, INVALID, "")
 
 
+# Faults whose candidate text holds a raw lone surrogate: JSON text can carry it as an escape,
+# UTF-8 cannot, and whether a server ever sees it is its transport's (D-MCP-008, D-CNF-053).
+LONE_SURROGATE_FAULTS: Final = frozenset({"text.lone_surrogate"})
+
+
 @_fault("text.lone_surrogate", BOTH)
 def _lone_surrogate(s: Subject, d: Draw) -> Broken:
     # A raw lone surrogate in the candidate string: JavaScript strings can hold one.

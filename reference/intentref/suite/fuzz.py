@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import random
 import re
 import sys
@@ -57,6 +58,11 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
+# The MCP era of the targets a command makes (auto, 2026 or legacy), read by
+# ``_property_targets.make_target``: the property suite runs in a pytest child process.
+ERA_VARIABLE: Final = "INTENTREF_ERA"
+
+
 def target_options(p: argparse.ArgumentParser) -> None:
     """The target flags shared with ``intentref properties``."""
     group = p.add_mutually_exclusive_group()
@@ -66,9 +72,14 @@ def target_options(p: argparse.ArgumentParser) -> None:
     group.add_argument("--harness", metavar="COMMAND", help="a JSON-lines harness started with COMMAND")
     group.add_argument("--python", metavar="MODULE:ATTR", help="a Target (or a factory of one) importable from Python")
     group.add_argument("--target", metavar="SPEC", help="any target spec of intentref conformance (e.g. http-reference)")
+    p.add_argument("--era", choices=("auto", "2026", "legacy"), default="auto",
+                   help="MCP era: auto (negotiated, default), 2026 (2026-07-28) or legacy (initialize handshake)")  # fmt: skip
 
 
 def target_spec(args: argparse.Namespace) -> str:
+    """The target spec the flags name; ``--era`` goes to every target made from it, in this
+    process and in the property suite's pytest child (``ERA_VARIABLE``, D-CNF-052)."""
+    os.environ[ERA_VARIABLE] = getattr(args, "era", None) or "auto"
     if getattr(args, "target", None):
         return str(args.target)
     for flag in ("stdio", "http", "harness", "python"):
@@ -377,7 +388,7 @@ class Walker:
 
     def _call(self, index: int, op: str, request: Any) -> dict[str, Any] | None:
         from intentref.suite._property_targets import Call, Divergence, call_allowing_refusal, is_bridge_reply
-        from intentref.suite.conformance.targets import has_lone_surrogate
+        from intentref.suite.conformance.targets import RequestDropped, has_lone_surrogate
 
         self.tally.calls[op] += 1
         try:
@@ -392,9 +403,12 @@ class Walker:
             if has_lone_surrogate(request):
                 # Whether a lone surrogate reaches the server at all is its transport's matter,
                 # decided by the reference (D-REQ-003, D-MCP-008; D-CNF-053): reference level.
+                # A dropped request leaves a live connection, which goes on serving.
                 self.tally.lone_surrogates_lost += 1
-                self.tally.note(f"{op} with a lone surrogate raised {type(exc).__name__}: {exc!s:.300}")
-                self._drop(index)
+                if self.tally.lone_surrogates_lost == 1:
+                    self.tally.note(f"{op} with a lone surrogate raised {type(exc).__name__}: {exc!s:.300}")
+                if not isinstance(exc, RequestDropped):
+                    self._drop(index)
                 return None
             self.tally.uncaught_exceptions += 1
             self.tally.note(f"{op} raised {type(exc).__name__}: {exc!s:.300}")
@@ -421,13 +435,19 @@ class Walker:
         setattr(self.tally, counter, getattr(self.tally, counter) + 1)
         self.tally.note(f"{counter}: {text:.400}")
 
-    def close(self) -> None:
+    def close(self, release: bool = False) -> None:
+        """End the walk: close every open session, or with ``release`` hand each back to the run.
+
+        A released session has its active jobs cancelled and may serve the next walk on the
+        same run (D-CNF-002, D-CNF-024): over stdio that saves a server process per session.
+        """
         from intentref.suite._property_targets import Call
 
         for index in self._open():
             self.calls.append(Call(self.names[index], "close"))
             try:
-                self.sessions[index].close()
+                session = self.sessions[index]
+                session.release() if release else session.close()
             except Exception as exc:
                 self.tally.uncaught_exceptions += 1
                 self.tally.note(f"close raised {type(exc).__name__}: {exc}")

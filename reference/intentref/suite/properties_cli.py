@@ -235,7 +235,10 @@ def run_pytest(spec: str, profile: str, seed: int, keyword: str | None, differen
                "INTENTREF_HYPOTHESIS_SEED": str(seed), "INTENTREF_PROPERTIES_CASES": str(files["cases.jsonl"]),
                "INTENTREF_PROPERTIES_OUTCOMES": str(files["outcomes.jsonl"])}  # fmt: skip
         sys.stdout.flush()
-        child = subprocess.Popen(command, env=env, cwd=tmp)
+        # The user's own folder: a relative path in the target's command means what it meant
+        # to them (the preflight, in this process, read it so too).  The suite's pytest.ini
+        # and rootdir are given, so nothing of that folder's own pytest setup applies.
+        child = subprocess.Popen(command, env=env)
         try:
             state.pytest_status = child.wait()
         except KeyboardInterrupt:
@@ -320,6 +323,7 @@ def campaign(spec: str, seed: int, calls: int, heavy: bool, differential: bool, 
             per_tool = {op: progress.add_task(op, total=calls, status="") for op in ("prepare", "accept", "cancel")}
             while tally.total < calls:
                 run = shared_run(target, catalog_instances(target), {})
+                run.new_case()  # the sessions the last episode handed back may be taken again
                 begin = getattr(run, "begin_example", None)
                 if begin is not None:
                     begin(("R-BRG-006", "R-IDM-001"))
@@ -332,7 +336,7 @@ def campaign(spec: str, seed: int, calls: int, heavy: bool, differential: bool, 
                             break
                         walker.step()
                 finally:
-                    walker.close()
+                    walker.close(release=True)
                 progress.update(overall, completed=tally.total, status=_status(tally))
                 for op, task_id in per_tool.items():
                     progress.update(task_id, completed=tally.calls[op])

@@ -71,6 +71,7 @@ from intentref.suite.conformance.targets import (
     PlannedRun,
     ProtocolRefusal,
     Reply,
+    RequestDropped,
     Run,
     ServerExited,
     Session,
@@ -90,6 +91,8 @@ PROCESS_REAP_WAIT: Final = 3.0
 # Seconds a server that left a request unanswered gets to answer a tools/list instead: if it
 # does, it is alive and dropped that request (D-CNF-053).
 ALIVE_CHECK_TIMEOUT: Final = 2.0
+# Seconds a request holding a lone surrogate is waited for before that check (D-CNF-053).
+LONE_SURROGATE_WAIT: Final = 3.0
 ERAS: Final = ("2026", "legacy", "auto")
 _CLIENT_MODES: Final = {"2026": "2026-07-28", "legacy": "legacy", "auto": "auto"}  # our name -> Client(mode=...)
 PLACEHOLDERS: Final = ("config", "maxJobs", "maxReplayEntries", "maxReplayBytes", "jobTtlMs", "replayTtlMs")
@@ -342,11 +345,14 @@ class Connection:
         lone = has_lone_surrogate(arguments)
         if lone and self._dropped.lone_surrogates is not None:
             # D-CNF-053: this server already left such a request unanswered; one wait per target is enough.
-            raise RuntimeError(f"{tool} left unanswered: {self._dropped.lone_surrogates}")
+            raise RequestDropped(f"{tool} left unanswered: {self._dropped.lone_surrogates}")
         try:
             # Straight onto the loop: a blocking portal's call costs twice as much per hop,
             # and a suite makes thousands of them.
-            result = asyncio.run_coroutine_threadsafe(self._call(tool, arguments), self._loop).result()
+            # A request holding a lone surrogate gets a short wait: some JSON-RPC layers drop one
+            # unanswered (D-CNF-053), and every other answer comes in milliseconds.
+            wait = min(self.timeout, LONE_SURROGATE_WAIT) if lone else self.timeout
+            result = asyncio.run_coroutine_threadsafe(self._call(tool, arguments, wait), self._loop).result()
         except MCPError as exc:
             if exc.code == types.PARSE_ERROR and lone:
                 # The server's JSON-RPC layer refused the escape before any tool ran (the
@@ -361,7 +367,7 @@ class Connection:
                 raise ProtocolRefusal(f"a JSON-RPC error {exc.code}: {exc.message}"[:500], exc.code) from None
             raise self._broke(tool, exc) from None
         except TimeoutError:
-            raise self._unanswered(tool, lone) from None
+            raise self._unanswered(tool, lone, wait) from None
         except Exception as exc:  # a closed connection, a malformed answer
             raise self._broke(tool, exc) from None
         reply = reply_of(result)
@@ -371,18 +377,18 @@ class Connection:
             raise ProtocolRefusal(f"an isError tool result that is not a BridgeReply: {shown}"[:500])
         return reply
 
-    def _unanswered(self, tool: str, lone: bool) -> RuntimeError:
+    def _unanswered(self, tool: str, lone: bool, waited: float) -> RuntimeError:
         """A request not answered in time: a dead or stuck server, or one that dropped it (D-CNF-053)."""
         try:
             asyncio.run_coroutine_threadsafe(self._alive(), self._loop).result()
         except Exception:
             return self._broke(tool, TimeoutError())
-        cause = f"the server answered tools/list at once but not this {tool} within {self.timeout:g} s"
+        cause = f"the server answered tools/list at once but not this {tool} within {waited:g} s"
         if lone:
             cause += ("; the request holds a lone surrogate (an escape like \\ud800), which some JSON-RPC layers "
                       "drop without an answer (D-CNF-053)")  # fmt: skip
             self._dropped.lone_surrogates = cause
-        return RuntimeError(f"{tool} left unanswered: {cause}")
+        return RequestDropped(f"{tool} left unanswered: {cause}")
 
     async def _alive(self) -> None:
         assert self._client is not None
@@ -398,10 +404,10 @@ class Connection:
             time.sleep(0.01)  # a closed connection is usually a server that exited: say how
         return RuntimeError(f"{tool} failed: {self.broken} ({self.info.hint()})")
 
-    async def _call(self, tool: str, arguments: Any) -> types.CallToolResult:
+    async def _call(self, tool: str, arguments: Any, wait: float) -> types.CallToolResult:
         assert self._client is not None
         request = types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments))
-        with anyio.fail_after(self.timeout):
+        with anyio.fail_after(wait):
             # Not Client.call_tool: that validates structuredContent against the declared
             # outputSchema and raises; the suite's matchers judge the reply instead (D-CNF-005).
             return await self._client.session.send_request(request, types.CallToolResult)

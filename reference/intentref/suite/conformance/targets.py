@@ -72,6 +72,14 @@ class ProtocolRefusal(Exception):
         self.code = code
 
 
+class RequestDropped(RuntimeError):
+    """The server is alive (it answered another request at once) but left this one unanswered.
+
+    Some JSON-RPC layers drop a request they cannot decode, one holding a lone surrogate
+    among them (D-CNF-053); the connection goes on.
+    """
+
+
 class ConfigRejected(Exception):
     """The target refused the run's configuration; ``error`` is a SerializedIntentError."""
 
