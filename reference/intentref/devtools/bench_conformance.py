@@ -1,35 +1,59 @@
-"""The conformance speed figure for ``intentref bench`` (issue 5: >= 100 cases/s over stdio).
+"""The conformance suite's speed figures for ``intentref bench``, all measured in one run.
 
-What is measured is the main job exactly as ``intentref conformance`` runs it: every case
-of the bundled fixtures against the bundled reference server over real stdio (its default
-target: server processes forked from a pre-imported zygote, four shared processes for the
-cases without Bridge options (D-CNF-012) and one per case with options), in each protocol era.  The
-rate counts from the moment the first case is done, so the one-off start-up (the SDK's
-imports, the first server process) is left out, as the issue asks; every later server
-process a case needs is inside the measurement.
+Every figure runs the suite exactly as ``intentref conformance`` runs it (``workers.execute``
+over a parsed target spec, the same plan and worker processes) and counts cases per second
+from the moment the first case is done, so the one-off start-up (the SDK's imports, the first
+server process) is left out.
 
-The requirement is an absolute rate, so the figure's floor is the budget it implies,
-0.01 s per case, with a target ratio of 1.0: ratio <= 1 exactly when the suite runs at
->= 100 cases/s.  The same cases in-process (the Bridge called directly, no MCP, no pipes)
-are measured in the same run as the peer and printed in the figure's description: the
-stdio/in-process ratio is what the transport costs, not a target of its own.
+* **The budget** (issue 5): every case against the bundled reference over stdio, at least
+  100 cases/s, so the floor is 0.01 s per case with a target ratio of 1.0.
+* **An outside command against the bundled path** (issue 22): the normative level against
+  the same reference started as an outside command would be (``stdio:intent-runtime-mcp
+  --config {config}``: a process of its own for every run, nothing forked) against the
+  bundled target, whose server processes fork from a pre-imported zygote (D-CNF-006: the
+  one fast path only the bundled reference has, named here).  The outside run must reach
+  half the bundled speed: ratio of seconds per case <= 2.  Its description gives the outside
+  server's own cost of refusing a configuration at start, which the cases that expect a
+  refusal pay once each (D-CNF-051).
+* **HTTP against stdio** (issue 27): the bundled reference over streamable HTTP against the
+  same server over stdio: ratio <= 1.25 (HTTP at >= 80 % of stdio's cases/s).
+* **Scaling** (issue 27): each of those at the default ``--jobs`` (the CPUs this process may
+  use) against ``--jobs 1``: the speed-up is printed; the target, 1.8x, applies only where
+  there are at least two CPUs, and where every run of the suite is a server process too
+  (stdio, HTTP) ``--jobs 1`` already keeps more than one CPU busy, so the figure says how
+  much of the second CPU the workers win.
 """
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from intentref.devtools.figure import Figure
 
 BUDGET_SECONDS_PER_CASE = 0.01  # issue 5: at least 100 cases per second
+OUTSIDE_TARGET = 2.0  # issue 22: an outside command at >= 50 % of the bundled reference's cases/s
+HTTP_TARGET = 1.25  # issue 27: HTTP at >= 80 % of stdio's cases/s
+SCALING_TARGET = 1 / 1.8  # issue 27: the default --jobs at >= 1.8x the cases/s of --jobs 1
 SMOKE_CASES = 25
+SERVER = "intent-runtime-mcp"
 
 
-def _measure(target: Any, cases: list[Any]) -> tuple[float, float, Counter[str]]:
+def _outside_command() -> str:
+    """The reference as an outside implementer's command: its console script, beside this Python."""
+    script = Path(sys.executable).parent / SERVER
+    return f"{script if script.exists() else shutil.which(SERVER) or SERVER} --config {{config}}"
+
+
+def _measure(spec_text: str, cases: list[Any], jobs: int | None) -> tuple[float, float, Counter[str]]:
     """(seconds per case after the first, seconds to the first case, outcome tally)."""
-    from intentref.suite.conformance.runner import execute
+    from intentref.suite.conformance import registry, workers
 
     first: list[float] = []
 
@@ -38,10 +62,7 @@ def _measure(target: Any, cases: list[Any]) -> tuple[float, float, Counter[str]]
             first.append(time.perf_counter())
 
     started = time.perf_counter()
-    try:
-        outcomes = execute(cases, target, on_outcome=on_outcome)
-    finally:
-        target.close()
+    outcomes, _ = workers.execute(cases, registry.parse(spec_text), jobs=jobs, on_outcome=on_outcome)
     ended = time.perf_counter()
     per_case = (ended - first[0]) / max(len(cases) - 1, 1) if first else float("inf")
     return per_case, (first[0] - started) if first else 0.0, Counter(o.outcome for o in outcomes)
@@ -51,27 +72,72 @@ def _tally(counts: Counter[str]) -> str:
     return ", ".join(f"{counts[k]} {k}" for k in ("passed", "failed", "unsupported", "errored") if counts[k])
 
 
-def figures(smoke: bool) -> list[Figure]:
-    from intentref.suite.conformance.fixtures import load_cases
-    from intentref.suite.conformance.mcp_targets import StdioTarget
-    from intentref.suite.conformance.targets import InProcessTarget
+def _refusal_seconds() -> float:
+    """The outside server's own time to refuse a configuration the seeds reject (median of 5)."""
+    with tempfile.TemporaryDirectory() as folder:
+        config = Path(folder) / "refused.json"
+        config.write_text('{"instances": {"x": {"schema": {"type": "object"}}}}', "utf-8")
+        command = _outside_command().replace("{config}", str(config)).split()
+        times = []
+        for _ in range(5):
+            started = time.perf_counter()
+            subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, check=False, timeout=30)
+            times.append(time.perf_counter() - started)
+    return sorted(times)[len(times) // 2]
 
-    cases = load_cases()
-    if smoke:  # a few cases of the shared run: proves the figure works, means nothing
-        cases = [case for case in cases if not case.bridge_options and "setup" not in case.data][:SMOKE_CASES]
-    peer, _, peer_counts = _measure(InProcessTarget(), cases)
-    out = []
-    for era in ("2026", "legacy"):
-        per_case, startup, counts = _measure(StdioTarget.reference(era), cases)
+
+def figures(smoke: bool) -> list[Figure]:
+    from intentref.suite.conformance.fixtures import load_cases, select
+    from intentref.suite.conformance.workers import default_jobs
+
+    every = load_cases()
+    normative = select(every, "normative", [], [])
+    if smoke:  # a few cases of the shared run: proves the figures work, means nothing
+        every = [case for case in every if not case.bridge_options and "setup" not in case.data][:SMOKE_CASES]
+        normative = [case for case in normative if not case.bridge_options and "setup" not in case.data][:SMOKE_CASES]
+    jobs = default_jobs()
+    out: list[Figure] = []
+
+    per_case, startup, counts = _measure("reference", every, None)
+    out.append(Figure(
+        "conformance suite over stdio (bundled reference), after start-up",
+        per_case, BUDGET_SECONDS_PER_CASE, "s/case", 1.0,
+        f"{len(every)} cases, {jobs} worker processes: {1 / per_case:.0f} cases/s after {startup:.1f} s of "
+        f"start-up ({_tally(counts)}), vs the 100 cases/s budget (0.01 s/case)",
+    ))  # fmt: skip
+
+    rates: dict[tuple[str, int | None], float] = {}
+    tallies: dict[str, Counter[str]] = {}
+    for name, spec in (("bundled", "reference"), ("outside", f"stdio:{_outside_command()}"), ("http", "http-reference")):
+        for run_jobs in (None, 1):
+            per, _, tally = _measure(spec, normative, run_jobs)
+            rates[name, run_jobs] = per
+            tallies.setdefault(name, tally)
+    refusal = _refusal_seconds()
+    out.append(Figure(
+        "normative suite: an outside stdio command vs the bundled reference",
+        rates["outside", None], rates["bundled", None], "s/case", OUTSIDE_TARGET,
+        f"{len(normative)} normative cases against `{SERVER} --config {{config}}` as an outside command "
+        f"({1 / rates['outside', None]:.0f} cases/s; {_tally(tallies['outside'])}) vs the bundled target, "
+        f"whose servers fork from a pre-imported zygote ({1 / rates['bundled', None]:.0f} cases/s; "
+        f"{_tally(tallies['bundled'])}): {rates['bundled', None] / rates['outside', None]:.0%} of its speed; "
+        f"the outside server itself takes {refusal * 1000:.0f} ms to refuse a configuration at start",
+    ))  # fmt: skip
+    out.append(Figure(
+        "normative suite: HTTP vs stdio (bundled reference)",
+        rates["http", None], rates["bundled", None], "s/case", HTTP_TARGET,
+        f"the bundled reference over streamable HTTP, a server per worker ({1 / rates['http', None]:.0f} cases/s; "
+        f"{_tally(tallies['http'])}) vs over stdio ({1 / rates['bundled', None]:.0f} cases/s): "
+        f"{rates['bundled', None] / rates['http', None]:.0%}",
+    ))  # fmt: skip
+    for name, label in (("bundled", "bundled reference over stdio"), ("outside", "outside stdio command"),
+                        ("http", "bundled reference over HTTP")):  # fmt: skip
+        speedup = rates[name, 1] / rates[name, None]
         out.append(Figure(
-            f"conformance suite over stdio ({era}), after start-up",
-            per_case,
-            BUDGET_SECONDS_PER_CASE,
-            "s/case",
-            1.0,
-            f"{len(cases)} cases against the reference over stdio ({era}, forked servers): "
-            f"{1 / per_case:.0f} cases/s after {startup:.1f} s of start-up ({_tally(counts)}), vs the "
-            f"100 cases/s budget (0.01 s/case); peer: the same cases in-process at {1 / peer:.0f} cases/s "
-            f"({_tally(peer_counts)}), stdio/in-process = {per_case / peer:.1f}x",
+            f"scaling: --jobs {jobs} vs --jobs 1, {label}",
+            rates[name, None], rates[name, 1], "s/case", SCALING_TARGET if jobs >= 2 else 1.0,
+            f"{1 / rates[name, None]:.0f} cases/s with {jobs} worker processes vs {1 / rates[name, 1]:.0f} with one: "
+            f"{speedup:.2f}x on {jobs} CPU{'s' if jobs != 1 else ''}"
+            + ("" if jobs >= 2 else " (one CPU: no speed-up to ask for)"),
         ))  # fmt: skip
     return out

@@ -1,0 +1,48 @@
+"""Long-lived runs change no verdict (D-CNF-050): every case, both ways, on every kind of target.
+
+By default the runner keeps runs open from case to case (over stdio, one merged configuration
+with each case's own instances renamed); ``--isolate`` gives every case a new Bridge, as the
+suite did before.  For each target below every case must come out the same both ways --
+passed, failed, unsupported or errored, and a failure at the same step: the reference over
+stdio and over HTTP, every decision variant (and their combination) and every faulty
+implementation, all planned into one pool of worker processes as ``intentref matrix`` does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from intentref.suite.conformance import faulty, registry, variants, workers
+from intentref.suite.conformance.fixtures import load_cases
+
+
+def _specs() -> list[str]:
+    return ["reference", "http-reference", *(f"variant:{name}" for name in (*variants.catalogue(), "all")),
+            *(f"faulty:{name}" for name in faulty.FAULTS)]  # fmt: skip
+
+
+def _verdicts(work: workers.Work) -> dict[str, tuple[str, int | None]]:
+    return {work.cases[index].id: (outcome.outcome, outcome.failed_step) for index, outcome in work.outcomes.items()}
+
+
+def test_every_case_has_the_same_verdict_with_and_without_isolation() -> None:
+    cases = load_cases()
+    works = [workers.Work(f"{spec}|{isolate}", registry.parse(spec), cases, isolate=isolate)
+             for spec in _specs() for isolate in (False, True)]  # fmt: skip
+    workers.plan_work(works)
+    with workers.shared_resources(works):
+        workers.run_works(works, workers.default_jobs())
+    by_key = {work.key: work for work in works}
+    differences: list[str] = []
+    checked: dict[str, Any] = {}
+    for spec in _specs():
+        shared, isolated = by_key[f"{spec}|False"], by_key[f"{spec}|True"]
+        assert shared.error is None and isolated.error is None, (spec, shared.error, isolated.error)
+        ours, theirs = _verdicts(shared), _verdicts(isolated)
+        assert len(ours) == len(theirs) == len(cases), spec
+        differences += [f"{spec} {case_id}: {ours[case_id]} long-lived, {theirs[case_id]} isolated"
+                        for case_id in ours if ours[case_id] != theirs[case_id]]  # fmt: skip
+        checked[spec] = sum(v[0] == "failed" for v in ours.values())
+    assert not differences, "\n".join(differences[:30])
+    # The comparison saw failures too, not only passes: every faulty implementation fails some case.
+    assert all(checked[f"faulty:{name}"] > 0 for name in faulty.FAULTS), checked
