@@ -127,7 +127,7 @@ class LifecycleMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def prepare_malformed(self, data: st.DataObject) -> None:
         index = data.draw(st.sampled_from(self._open_sessions()))
-        defect, request = data.draw(ist.malformed_requests("prepare", objects_only=self._mcp))
+        defect, request = data.draw(ist.malformed_requests("prepare", objects_only=self._mcp, lone_surrogates=False))
         reply = self.sessions[index].prepare(request)
         with ist.decided(*REQUEST_DECISIONS):
             assert reply["kind"] == "error", (defect, reply)  # spec: R-LIF-001
@@ -262,7 +262,7 @@ class LifecycleMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def cancel_malformed(self, data: st.DataObject) -> None:
         job = data.draw(st.sampled_from(self._jobs(active=True)))
-        defect, request = data.draw(ist.malformed_requests("cancel", job_id=job["id"], objects_only=self._mcp))
+        defect, request = data.draw(ist.malformed_requests("cancel", job_id=job["id"], objects_only=self._mcp, lone_surrogates=False))
         reply = self._session(job).cancel(request)
         with ist.decided(*REQUEST_DECISIONS):
             assert reply["kind"] == "error", (defect, reply)

@@ -223,8 +223,9 @@ def cancel_details(total_bytes: int, lone_surrogates: bool = True) -> st.SearchS
 def malformed_requests(op: str, **ids: Any) -> st.SearchStrategy[tuple[str, Any]]:
     """``(defect, request)`` for ``op`` (prepare / accept / cancel), wrong in one named way.
 
-    ``ids``: ``instance``, ``job_id``, ``step_token``, ``heavy`` (10 MB texts) and
-    ``objects_only`` (no non-object requests: what an MCP transport can carry).
+    ``ids``: ``instance``, ``job_id``, ``step_token``, ``heavy`` (10 MB texts),
+    ``objects_only`` (no non-object requests: what an MCP transport can carry) and
+    ``lone_surrogates`` (False: no text holding one, which only some transports carry).
     """
     return _generated(lambda d: _impl.malformed_request(d, op, **ids))
 

@@ -1194,7 +1194,7 @@ def token(d: Draw) -> str:
 
 # --------------------------------------------------------------------------- malformed requests
 
-def _bad_prepare(d: Draw, instance: str, heavy: bool, objects_only: bool) -> tuple[str, Any]:
+def _bad_prepare(d: Draw, instance: str, heavy: bool, objects_only: bool, lone_surrogates: bool) -> tuple[str, Any]:
     base = {"instance": instance, "input": sentence(d)}
     options: list[tuple[str, Any]] = [
         ("prepare.instance_missing", {"input": base["input"]}),
@@ -1203,7 +1203,8 @@ def _bad_prepare(d: Draw, instance: str, heavy: bool, objects_only: bool) -> tup
         ("prepare.input_missing", {"instance": instance}),
         ("prepare.input_not_string", {**base, "input": d.choice([42, None, [], {"text": "x"}, True])}),
         ("prepare.input_blank", {**base, "input": d.choice(["", " ", "\n\t", "\u3000"])}),
-        ("prepare.input_lone_surrogate", {**base, "input": base["input"] + d.choice(LONE_SURROGATES)}),
+        *([("prepare.input_lone_surrogate", {**base, "input": base["input"] + d.choice(LONE_SURROGATES)})]
+          if lone_surrogates else []),
         ("prepare.input_oversize", {**base, "input": d.choice(["x", "中", "😀"]) * (32 * 1024 + 1)}),
         ("prepare.context_wrong_type", {**base, "context": d.choice([{}, 5, True])}),
         ("prepare.context_bad_role", {**base, "context": [{"role": "system", "content": "x"}]}),
@@ -1234,13 +1235,13 @@ def _bad_accept(d: Draw, job_id: str, step_token: str, heavy: bool, objects_only
     return d.choice(options)
 
 
-def _bad_cancel(d: Draw, job_id: str, heavy: bool, objects_only: bool) -> tuple[str, Any]:
+def _bad_cancel(d: Draw, job_id: str, heavy: bool, objects_only: bool, lone_surrogates: bool) -> tuple[str, Any]:
     options: list[tuple[str, Any]] = [
         ("cancel.job_id_missing", {"outcome": "cancelled"}),
         ("cancel.job_id_not_string", {"jobId": d.choice([None, 5, []])}),
         ("cancel.outcome_unknown", {"jobId": job_id, "outcome": d.choice(["done", None, "", "Cancelled", 1])}),
         ("cancel.detail_not_string", {"jobId": job_id, "detail": d.choice([None, 5, ["x"]])}),
-        ("cancel.detail_oversize", {"jobId": job_id, "detail": detail_with_bytes(d, DETAIL_LIMIT + 1)}),
+        ("cancel.detail_oversize", {"jobId": job_id, "detail": detail_with_bytes(d, DETAIL_LIMIT + 1, lone_surrogates)}),
         ("cancel.unknown_member", {"jobId": job_id, d.choice(["reason", "Outcome"]): "x"}),
     ]
     if not objects_only:
@@ -1252,16 +1253,18 @@ def _bad_cancel(d: Draw, job_id: str, heavy: bool, objects_only: bool) -> tuple[
 
 def malformed_request(d: Draw, op: str, *, instance: str = "default", job_id: str = "no-such-job",
                       step_token: str = "no-such-step", heavy: bool = False,
-                      objects_only: bool = False) -> tuple[str, Any]:  # fmt: skip
+                      objects_only: bool = False, lone_surrogates: bool = True) -> tuple[str, Any]:  # fmt: skip
     """(defect, request): a request wrong in one named way; every target must answer an error reply.
 
     ``objects_only`` leaves out requests that are not objects: MCP tool arguments always are.
+    ``lone_surrogates=False`` leaves out texts holding a lone surrogate, which reach a server
+    only over some transports (D-MCP-008, D-CNF-053).
     """
     if op == "prepare":
-        return _bad_prepare(d, instance, heavy, objects_only)
+        return _bad_prepare(d, instance, heavy, objects_only, lone_surrogates)
     if op == "accept":
         return _bad_accept(d, job_id, step_token, heavy, objects_only)
-    return _bad_cancel(d, job_id, heavy, objects_only)
+    return _bad_cancel(d, job_id, heavy, objects_only, lone_surrogates)
 
 
 def wrong_type_value(d: Draw) -> Json:
