@@ -98,6 +98,19 @@ class Capabilities:
                 known[capability] = _PROBES[capability](target)
             return known[capability]
 
+    def probe_for(self, cases: Any, target: Target, instances: Mapping[str, Any]) -> dict[str, Verdict]:
+        """The verdicts ``target`` needs for ``cases``, probed now where it declares nothing."""
+        if getattr(target, "capabilities", None) is not None:
+            return {}
+        wanted = {name for case in cases for name in needs(case.data, instances)}
+        return {name: self.verdict(target, name) for name in sorted(wanted)}
+
+    def remember(self, target: Target, verdicts: Mapping[str, Verdict]) -> None:
+        """What another process probed of the same target: believed as if probed here."""
+        if verdicts:
+            with self._lock:
+                self._known(target).update(verdicts)
+
     def reason(self, case: Mapping[str, Any], target: Target, instances: Mapping[str, Any]) -> str | None:
         """``needs …`` when the target lacks something ``case`` needs, else None."""
         for capability in needs(case, instances):

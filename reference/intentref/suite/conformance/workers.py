@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any, Final
 
+from intentref.suite.conformance.capabilities import CAPABILITIES, Verdict
 from intentref.suite.conformance.fixtures import Case
 from intentref.suite.conformance.plan import Plan, Unit, make_plan
 from intentref.suite.conformance.registry import TargetSpec
@@ -39,6 +40,8 @@ from intentref.suite.conformance.script import ERRORED, UNSUPPORTED, CaseOutcome
 from intentref.suite.conformance.targets import Target, TargetCannotStart, load_instances
 from intentref.suite.conformance.values import FixtureError
 
+# Longest a worker's runs of their own wait for its long-lived run to answer its first case.
+LONG_LIVED_HEAD_START: Final = 10.0
 # How long the parent waits for a worker's news before it checks the time limit again.
 _POLL_SECONDS: Final = 0.2
 
@@ -69,6 +72,7 @@ class Work:
     seconds: float = 0.0  # the time its units took, summed over the workers (its own time)
     error: str | None = None  # the target could not start at all
     era: str | None = None  # the MCP era a worker negotiated
+    probed: dict[str, Verdict] = field(default_factory=dict)  # capabilities probed by plan_work
 
 
 class Stopped(Exception):
@@ -76,14 +80,28 @@ class Stopped(Exception):
 
 
 def plan_work(works: Sequence[Work]) -> None:
-    """Plan each target's cases, with a target built here only to be asked (no process starts)."""
+    """Plan each target's cases, with a target built here to be asked.
+
+    A target that declares no capabilities is probed here, once, when a case needs one
+    (D-CNF-030): the workers are told what it found instead of each probing again (over
+    stdio a probe is a server process of its own).
+    """
     for work in works:
         target = work.spec.build()
         try:
-            work.plan = make_plan(work.cases, target, work.instances or load_instances(), isolate=work.isolate)
+            instances = work.instances or load_instances()
+            work.probed = CAPABILITIES.probe_for(work.cases, target, instances)
+            work.plan = make_plan(work.cases, target, instances, isolate=work.isolate)
             work.name, work.transport = target.name, target.transport
         finally:
             target.close()
+
+
+def _built(work_spec: TargetSpec, probed: dict[str, Verdict]) -> Target:
+    """A target of ``work_spec`` that knows what the parent's probe found."""
+    target = work_spec.build()
+    CAPABILITIES.remember(target, probed)
+    return target
 
 
 def run_works(works: Sequence[Work], jobs: int, on_outcome: Callable[[Work, int, CaseOutcome], None] | None = None,
@@ -131,7 +149,7 @@ def _run_here(works: Sequence[Work], units: list[Unit], on_outcome: Any, stop_on
         if not mine:
             continue
         started = time.perf_counter()
-        target = work.spec.build()
+        target = _built(work.spec, work.probed)
         assert work.plan is not None
         executor = Executor(target, work.instances, isolate=work.isolate, plan=work.plan)
 
@@ -181,7 +199,8 @@ class _Pool:
         # may inherit a lock one of them held, so then they start afresh (D-CNF-054).
         forkable = sys.platform.startswith("linux") and threading.active_count() == 1
         context: Any = multiprocessing.get_context("fork" if forkable else "spawn")
-        specs = {key: (work.spec, work.plan, work.instances, work.isolate) for key, work in self.works.items()}
+        specs = {key: (work.spec, work.plan, work.instances, work.isolate, work.probed)
+                 for key, work in self.works.items()}  # fmt: skip
         processes = []
         pipes: dict[Connection, int] = {}
         for number in range(self.jobs):
@@ -306,6 +325,7 @@ def _worker_main(number: int, specs: dict[str, Any], units: dict[int, Unit], pip
     """
     lock = threading.Lock()
     stop = threading.Event()
+    long_lived_up = threading.Event()  # set when the main thread's first case is done
     executors: dict[str, tuple[Target, Executor]] = {}
     cannot_start: dict[str, str] = {}
     answers: dict[int, queue.SimpleQueue[int | None]] = {slot: queue.SimpleQueue() for slot in range(OWN_RUNS_AT_ONCE + 1)}
@@ -328,18 +348,23 @@ def _worker_main(number: int, specs: dict[str, Any], units: dict[int, Unit], pip
             if key in cannot_start:
                 return None
             if key not in executors:
-                spec, plan, instances, isolate = specs[key]
-                target = spec.build()
+                spec, plan, instances, isolate, probed = specs[key]
+                target = _built(spec, probed)
                 executors[key] = (target, Executor(target, instances, isolate=isolate, plan=plan))
             return executors[key][1]
 
     def do(unit_number: int) -> None:
         unit = units[unit_number]
         started = time.perf_counter()
+
+        def report(index: int, outcome: CaseOutcome) -> None:
+            tell("outcome", unit.spec_key, index, _slim(outcome))
+            long_lived_up.set()
+
         try:
             executor = executor_for(unit.spec_key)
             if executor is not None:
-                executor.run_unit(unit, lambda index, outcome: tell("outcome", unit.spec_key, index, _slim(outcome)))
+                executor.run_unit(unit, report)
         except TargetCannotStart as exc:
             with lock:
                 cannot_start[unit.spec_key] = str(exc)
@@ -349,9 +374,15 @@ def _worker_main(number: int, specs: dict[str, Any], units: dict[int, Unit], pip
 
     def take(slot: int) -> None:
         try:
+            if slot != 0:
+                # Runs of their own start once the long-lived run answers: its server's start-up
+                # then has the CPUs to itself instead of racing four others (D-CNF-054).
+                long_lived_up.wait(LONG_LIVED_HEAD_START)
             while not stop.is_set():
                 tell("want", slot, slot == 0)
                 unit_number = answers[slot].get()
+                if unit_number is None or units[unit_number].config is None:
+                    long_lived_up.set()  # no long-lived unit left for this worker
                 if unit_number is None:
                     return
                 do(unit_number)
