@@ -134,8 +134,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if outcomes and not call.excinfo.errisinstance(KeyboardInterrupt):
         level, decisions = ist.failure_level(call.excinfo.value)
         marked = item.get_closest_marker("decided")
-        if marked is not None:  # the whole test rests on these decisions: any failure is theirs
-            level, decisions = "reference", tuple(dict.fromkeys((*marked.args, *decisions)))
+        if marked is not None:
+            # The whole test rests on these decisions: any failure is reference level, and a
+            # failure that names its own decisions (a DecidedAssertion) keeps just those.
+            level, decisions = "reference", decisions or tuple(marked.args)
         with open(outcomes, "a", encoding="utf-8") as handle:
             handle.write(json.dumps({"test": item.nodeid, "level": level, "decisions": list(decisions)}) + "\n")
     return report

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,20 +84,12 @@ def _breaks(outcome: Any) -> bool:
                 or (outcome.outcome == ERRORED and refused))  # fmt: skip
 
 
-def _run_variant(name: str, cases: list[Any], instances: dict[str, Any]) -> VariantResult:
-    """The variant over ``cases``: the envelope cases through the MCP tool layer, the rest directly."""
+def _result(name: str, cases: list[Any], outcomes: dict[str, Any], seconds: float) -> VariantResult:
+    """What the variant ``name`` did to ``cases``: normative failures, reference cases broken."""
     from intentref.suite.conformance import variants
-    from intentref.suite.conformance.runner import execute
     from intentref.suite.conformance.script import ERRORED, FAILED, UNSUPPORTED
 
-    started = time.perf_counter()
-    target = variants.target(name)
-    envelope = [c for c in cases if c.transport == "mcp"]
-    direct = [c for c in cases if c.transport != "mcp"]
-    outcomes = {o.case_id: o for o in execute(direct, target, instances=instances)}
-    if envelope:
-        outcomes.update({o.case_id: o for o in execute(envelope, variants.target(name, envelope=True), instances=instances)})
-    taken = target.variants
+    taken = variants.target(name).variants
     result = VariantResult(name, tuple(d for v in taken for d in v.decisions), "; ".join(v.summary for v in taken))
     for case in cases:
         outcome = outcomes[case.id]
@@ -110,12 +101,36 @@ def _run_variant(name: str, cases: list[Any], instances: dict[str, Any]) -> Vari
                 result.normative_unsupported[case.id] = outcome.detail
         elif _breaks(outcome):
             result.reference_broken.append(case.id)
-    result.seconds = time.perf_counter() - started
+    result.seconds = seconds
     return result
 
 
-def prove(cases: Iterable[Any] | None = None, only_variants: Sequence[str] = ()) -> Proof:
-    """Run every case against every variant (or the named ones) and the combined variant."""
+def _run_variants(wanted: dict[str, list[Any]], instances: dict[str, Any], jobs: int | None) -> list[VariantResult]:
+    """Every variant over its cases, in one pool of worker processes (D-CNF-054): the envelope
+    cases through the reference's MCP tool layer (``variant-envelope:``), the rest directly."""
+    from intentref.suite.conformance import registry, workers
+
+    works: list[workers.Work] = []
+    for name, cases in wanted.items():
+        for kind, part in (("variant", [c for c in cases if c.transport != "mcp"]),
+                           ("variant-envelope", [c for c in cases if c.transport == "mcp"])):  # fmt: skip
+            if part:
+                works.append(workers.Work(f"{kind}:{name}", registry.parse(f"{kind}:{name}"), part, instances=instances))
+    workers.plan_work(works)
+    workers.run_works(works, jobs or workers.default_jobs())
+    results = []
+    for name, cases in wanted.items():
+        mine = [work for work in works if work.key.split(":", 1)[1] == name]
+        outcomes = {work.cases[index].id: outcome for work in mine for index, outcome in work.outcomes.items()}
+        results.append(_result(name, cases, outcomes, sum(work.seconds for work in mine)))
+    return results
+
+
+def prove(cases: Iterable[Any] | None = None, only_variants: Sequence[str] = (), jobs: int | None = None) -> Proof:
+    """Run every case against every variant (or the named ones) and the combined variant.
+
+    ``jobs``: worker processes (default: the CPUs this process may use).
+    """
     from intentref.suite.conformance import variants as catalogue_module
     from intentref.suite.conformance.fixtures import load_cases
     from intentref.suite.conformance.targets import load_instances
@@ -128,17 +143,17 @@ def prove(cases: Iterable[Any] | None = None, only_variants: Sequence[str] = ())
         for decision in variant.decisions:
             variants_of.setdefault(decision, set()).add(variant.name)
     names = list(only_variants) or list(catalogue)
-    results: list[VariantResult] = []
-    broken_by: dict[str, set[str]] = {}
+    wanted: dict[str, list[Any]] = {}
     for name in names:
         # A variant runs every normative case, and the reference cases citing its decisions.
         mine = set(catalogue[name].decisions)
-        wanted = [c for c in selected if c.level == "normative" or mine & set(c.data.get("decisions", []))]
-        result = _run_variant(name, wanted, instances)
-        results.append(result)
+        wanted[name] = [c for c in selected if c.level == "normative" or mine & set(c.data.get("decisions", []))]
+    wanted["all"] = [c for c in selected if c.level == "normative"]
+    *results, combined = _run_variants(wanted, instances, jobs)
+    broken_by: dict[str, set[str]] = {}
+    for result in results:
         for case_id in result.reference_broken:
-            broken_by.setdefault(case_id, set()).add(name)
-    combined = _run_variant("all", [c for c in selected if c.level == "normative"], instances)
+            broken_by.setdefault(case_id, set()).add(result.name)
     unbroken: list[str] = []
     without: dict[str, list[str]] = {}
     for case in selected:
@@ -190,6 +205,8 @@ def add_parser(sub: Any) -> None:
                    help="only this variant (repeatable; the combined one always runs)")  # fmt: skip
     p.add_argument("--list", action="store_true", help="list the variants and the decisions they change, then stop")
     p.add_argument("--json", dest="json_out", metavar="FILE", help="write the proof as JSON")
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="worker processes (default: the CPUs this process may use)")  # fmt: skip
     p.set_defaults(run=main)
 
 
@@ -210,7 +227,10 @@ def main(args: argparse.Namespace) -> int:
         for v in catalogue.values():
             print(f"{v.name}\t{', '.join(v.decisions)}\t{v.summary}")
         return EXIT_OK
-    proof = prove(only_variants=args.variant)
+    if args.jobs is not None and args.jobs < 1:
+        print(f"intentref levels: --jobs must be at least 1, got {args.jobs}", file=sys.stderr)
+        return EXIT_USAGE
+    proof = prove(only_variants=args.variant, jobs=args.jobs)
     render(proof)
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(proof.to_json(), indent=2, ensure_ascii=False) + "\n", "utf-8")

@@ -218,6 +218,14 @@ def _variant(spec: TargetSpec) -> Target:
     return variants.target(spec.argument)
 
 
+@kind("variant-envelope", "NAME", "a decision variant behind the reference's own MCP tool layer (the envelope cases)",
+      check=_check_variant)  # fmt: skip
+def _variant_envelope(spec: TargetSpec) -> Target:
+    from intentref.suite.conformance import variants
+
+    return variants.target(spec.argument, envelope=True)
+
+
 def _check_fault(name: str) -> None:
     from intentref.suite.conformance import faulty
 
