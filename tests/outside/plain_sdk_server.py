@@ -21,6 +21,7 @@ import argparse
 import json
 import logging
 import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -41,82 +42,22 @@ from intentref import Intent, IntentParseError, create_intent_bridge
 PROG = "plain-sdk-server"
 
 
-def _text(description: str) -> dict[str, Any]:
-    return {"type": "string", "description": description}
+# The tools' input schemas are the ones the project publishes for implementers
+# (spec/schemas/*-request.schema.json), read as any implementer would read them.
+SCHEMAS = Path(__file__).resolve().parents[2] / "spec" / "schemas"
+DESCRIPTIONS = {
+    "intent_prepare": "Start recognizing one user request with a configured instance; returns a BridgeReply.",
+    "intent_accept": "Submit the complete candidate JSON text for the last task; returns a BridgeReply.",
+    "intent_cancel": "Stop a job that will not be finished; returns its terminal BridgeReply.",
+}
 
 
-TOOLS = [
-    Tool(
-        name="intent_prepare",
-        description="Start recognizing one user request with a configured instance; returns a BridgeReply.",
-        input_schema={
-            "type": "object",
-            "properties": {
-                "instance": _text("Name of the configured intent-runtime instance."),
-                "input": _text("The user's current request text, verbatim."),
-                "context": {
-                    "description": "Optional earlier conversation: one background text, or messages in order.",
-                    "anyOf": [
-                        {"type": "string"},
-                        {"type": "null"},
-                        {
-                            "type": "array",
-                            "items": {
-                                "type": "object",
-                                "properties": {
-                                    "role": {"type": "string", "enum": ["user", "assistant", "tool"]},
-                                    "content": {"type": "string"},
-                                },
-                                "required": ["role", "content"],
-                                "additionalProperties": False,
-                            },
-                        },
-                    ],
-                },
-                "fields": {
-                    "anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}],
-                    "description": "Top-level schema fields to extract; [] recognizes intents only; omit for all fields.",
-                },
-            },
-            "required": ["instance", "input"],
-            "additionalProperties": False,
-        },
-    ),
-    Tool(
-        name="intent_accept",
-        description="Submit the complete candidate JSON text for the last task; returns a BridgeReply.",
-        input_schema={
-            "type": "object",
-            "properties": {
-                "jobId": _text("jobId of the task being answered, copied from that task."),
-                "stepToken": _text("stepToken of the same task, copied from that task."),
-                "candidateText": _text(
-                    "The complete candidate as one JSON text, following the task's format."
-                ),
-            },
-            "required": ["jobId", "stepToken", "candidateText"],
-            "additionalProperties": False,
-        },
-    ),
-    Tool(
-        name="intent_cancel",
-        description="Stop a job that will not be finished; returns its terminal BridgeReply.",
-        input_schema={
-            "type": "object",
-            "properties": {
-                "jobId": _text("jobId of the job to stop."),
-                "outcome": {
-                    "type": "string",
-                    "enum": ["cancelled", "refusal", "incomplete"],
-                    "description": "Why the job stops; cancelled when omitted.",
-                },
-                "detail": _text("Optional note, at most 2048 UTF-8 bytes."),
-            },
-            "required": ["jobId"],
-            "additionalProperties": False,
-        },
-    ),
-]
+def _tool(name: str) -> Tool:
+    schema = json.loads((SCHEMAS / f"{name.removeprefix('intent_')}-request.schema.json").read_text("utf-8"))
+    return Tool(name=name, description=DESCRIPTIONS[name], input_schema=schema)
+
+
+TOOLS = [_tool(name) for name in DESCRIPTIONS]
 TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}
 
 
