@@ -232,8 +232,10 @@ class decided:
     """``with decided("D-LIM-002"): assert …`` -- a failure inside is a DecidedAssertion.
 
     Besides a failed assertion, a KeyError or TypeError inside counts: it comes from reading
-    a reply the decision shaped (a task's ``jobId`` where the target refused).  With no
-    decisions it changes nothing, so a property can pass the decisions it computed.
+    a reply the decision shaped (a task's ``jobId`` where the target refused).  So does a
+    call the target's protocol layer refused (``ProtocolRefusal``, D-CNF-055) when the call
+    itself is inside: whether such a request is accepted at all is what was decided.  With
+    no decisions it changes nothing, so a property can pass the decisions it computed.
     """
 
     def __init__(self, *decisions: str) -> None:
@@ -245,7 +247,9 @@ class decided:
     def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
         if not self.decisions or isinstance(exc, DecidedAssertion) or getattr(exc, "level", None) is not None:
             return  # nothing decided here, or already placed (a Divergence carries its own level)
-        if isinstance(exc, AssertionError | KeyError | TypeError):
+        from intentref.suite.conformance.targets import ProtocolRefusal
+
+        if isinstance(exc, AssertionError | KeyError | TypeError | ProtocolRefusal):
             raise DecidedAssertion(f"{type(exc).__name__}: {exc}", self.decisions).with_traceback(tb) from None
 
 
