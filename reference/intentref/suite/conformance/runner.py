@@ -24,6 +24,7 @@ TTL running out).  Outcomes are returned in case order.
 from __future__ import annotations
 
 import contextlib
+import json
 import queue
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -80,6 +81,7 @@ class Executor:
         self._by_id: dict[str, PlannedCase] = {p.id: p for p in plan.cases} if plan is not None else {}
         self._runs: dict[str, Run] = {}
         self._open_failures: dict[str, list[str]] = {}
+        self._exited: dict[str, ServerExited] = {}  # configuration -> how its server would not start
         self._pool_refused: str | None = None  # why the pooled configuration was refused (then: SUITE)
         self._lock = threading.Lock()
 
@@ -194,8 +196,19 @@ class Executor:
         instances, options = _own_configuration(case, self.instances)
         setup = case.data.get("setup")
         expect = setup.get("expect", _NO_EXPECTATION) if setup is not None else _NO_EXPECTATION
+        # A server that would not start with a configuration will not start with it again:
+        # several cases that expect the same configuration refused share one observation
+        # (D-CNF-051), instead of a process start each.
+        key = json.dumps([instances, options], sort_keys=True, ensure_ascii=True)
         try:
-            run = self.target.open(instances, options)
+            exited = self._exited.get(key)
+            if exited is not None:
+                raise exited
+            try:
+                run = self.target.open(instances, options)
+            except ServerExited as fresh:
+                self._exited[key] = fresh
+                raise
         except TargetUnsupported as exc:
             return CaseOutcome(case.id, UNSUPPORTED, detail=exc.reason)
         except TargetCannotStart:
