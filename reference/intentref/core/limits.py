@@ -6,7 +6,7 @@ enforces can be read (and cited) in one place.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 # spec: R-CAP-014 -- capacity options are positive safe integers no greater than this
 # (the largest signed 32-bit integer: what a JavaScript timer accepts).
@@ -94,3 +94,17 @@ def is_well_formed(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def has_lone_surrogate(value: Any) -> bool:
+    """Whether a JSON value holds a lone surrogate anywhere, object keys included.
+
+    JSON text can carry one as an escape (``\\ud800``), UTF-8 cannot (D-REQ-003, D-MCP-008).
+    """
+    if isinstance(value, str):
+        return not is_well_formed(value)
+    if isinstance(value, dict):
+        return any(has_lone_surrogate(k) or has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(has_lone_surrogate(v) for v in value)
+    return False

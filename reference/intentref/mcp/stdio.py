@@ -35,7 +35,7 @@ import mcp_types as types
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError as PydanticValidationError
 
-from intentref.core.limits import is_well_formed
+from intentref.core.limits import has_lone_surrogate
 from intentref.mcp._fdio import READ_CHUNK, read_chunks, write_all
 
 logger = logging.getLogger(__name__)
@@ -63,16 +63,6 @@ class OverlongLine:
 
 
 # --------------------------------------------------------------------------- decoding one line
-
-
-def _has_lone_surrogate(value: Any) -> bool:
-    if isinstance(value, str):
-        return not is_well_formed(value)
-    if isinstance(value, dict):
-        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_lone_surrogate(v) for v in value)
-    return False
 
 
 def recover_tool_call(item: Exception) -> SessionMessage | None:
@@ -103,7 +93,7 @@ def recover_tool_call(item: Exception) -> SessionMessage | None:
     if not isinstance(params, dict):
         return None
     rest = {**message, "params": {k: v for k, v in params.items() if k not in ("arguments", "name")}}
-    if _has_lone_surrogate(rest) or not _has_lone_surrogate(params):
+    if has_lone_surrogate(rest) or not has_lone_surrogate(params):
         return None
     try:
         return SessionMessage(types.jsonrpc_message_adapter.validate_python(message, by_name=False))

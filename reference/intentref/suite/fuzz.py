@@ -387,8 +387,9 @@ class Walker:
                 and (active is None or (j.stage is not None) == active)]  # fmt: skip
 
     def _call(self, index: int, op: str, request: Any) -> dict[str, Any] | None:
+        from intentref.core.limits import has_lone_surrogate
         from intentref.suite._property_targets import Call, Divergence, call_allowing_refusal, is_bridge_reply
-        from intentref.suite.conformance.targets import RequestDropped, has_lone_surrogate
+        from intentref.suite.conformance.targets import RequestDropped
 
         self.tally.calls[op] += 1
         try:

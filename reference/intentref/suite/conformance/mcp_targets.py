@@ -53,6 +53,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from intentref.core.limits import has_lone_surrogate
 from intentref.suite.conformance.harness import dumps_wire
 from intentref.suite.conformance.mcp_transport import (
     CLOSE_GRACE,
@@ -78,7 +79,6 @@ from intentref.suite.conformance.targets import (
     Target,
     TargetCannotStart,
     TargetUnsupported,
-    has_lone_surrogate,
 )
 
 DEFAULT_TIMEOUT: Final = 10.0

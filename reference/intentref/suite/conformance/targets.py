@@ -17,7 +17,6 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from intentref._paths import data_dir
-from intentref.core.limits import is_well_formed
 
 # D-CNF-030: the capability names a target may declare (``capabilities``); what they mean
 # and the probe for a target that declares nothing are in ``capabilities``.
@@ -248,21 +247,6 @@ def program_problem(program: str) -> str | None:
     if not os.access(program, os.X_OK):
         return "Permission denied"
     return None
-
-
-def has_lone_surrogate(value: Any) -> bool:
-    """Whether a JSON value holds a lone surrogate anywhere, keys included.
-
-    Such a value can be written as JSON text (an escape like ``\\ud800``) but not as UTF-8;
-    whether a server ever sees it depends on its transport (D-MCP-008, D-CNF-053).
-    """
-    if isinstance(value, str):
-        return not is_well_formed(value)
-    if isinstance(value, dict):
-        return any(has_lone_surrogate(k) or has_lone_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(has_lone_surrogate(v) for v in value)
-    return False
 
 
 def load_instances() -> dict[str, Any]:
