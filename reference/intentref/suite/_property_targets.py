@@ -28,6 +28,7 @@ from typing import Any, Final
 
 from intentref.core.jsontext import dumps_compact
 from intentref.core.limits import is_well_formed
+from intentref.mcp.replies import is_bridge_reply as is_bridge_reply
 from intentref.suite._projection import (
     NORMATIVE,
     REFERENCE,
@@ -50,13 +51,8 @@ from intentref.suite.conformance.targets import (
 )
 
 TOKEN_MEMBERS: Final = ("jobId", "stepToken")
-REPLY_KINDS: Final = ("task", "result", "error")
 # Counters a whole property run reports (written out by properties/conftest.py).
 STATS: Counter[str] = Counter()
-
-
-def is_bridge_reply(value: Any) -> bool:
-    return isinstance(value, dict) and value.get("kind") in REPLY_KINDS
 
 
 # --------------------------------------------------------------------------- targets from specs

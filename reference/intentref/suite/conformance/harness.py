@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
+from intentref.mcp.replies import is_bridge_reply
 from intentref.suite.conformance.targets import (
     CallSession,
     ConfigRejected,
@@ -179,9 +180,6 @@ class LineChild:
                 self.proc.wait()
 
 
-def _is_reply(value: Any) -> bool:
-    return isinstance(value, dict) and value.get("kind") in ("task", "result", "error")
-
 
 class _HarnessSession(CallSession):
     def __init__(self, child: LineChild, session_id: str) -> None:
@@ -301,7 +299,7 @@ def smoke(command: str | Sequence[str], timeout: float = DEFAULT_TIMEOUT, say: C
             say(f"  ✓ connect (session {session!r})")
             response = child.request("prepare", session=session, request={"instance": "default", "input": "查询订单 000123"})
             reply = child.member(response, "reply", lambda v: isinstance(v, dict), '{"reply": BridgeReply}')
-            if not _is_reply(reply):
+            if not is_bridge_reply(reply):
                 raise child._fail("shape", f'"reply" is not a BridgeReply (kind task, result or error): {dumps_wire(reply)[:200]}')
             say(f"  ✓ prepare (a {reply['kind']} reply)")
             if reply["kind"] != "task":

@@ -54,6 +54,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from intentref.core.limits import has_lone_surrogate
+from intentref.mcp.replies import is_bridge_reply
 from intentref.suite.conformance.harness import dumps_wire
 from intentref.suite.conformance.mcp_transport import (
     CLOSE_GRACE,
@@ -371,7 +372,7 @@ class Connection:
         except Exception as exc:  # a closed connection, a malformed answer
             raise self._broke(tool, exc) from None
         reply = reply_of(result)
-        if result.is_error and not _is_bridge_reply(reply.value):
+        if result.is_error and not is_bridge_reply(reply.value):
             # An SDK's own refusal (an input-schema check, say) dressed as a tool result.
             shown = (reply.text or "no text content").replace("\n", " ")
             raise ProtocolRefusal(f"an isError tool result that is not a BridgeReply: {shown}"[:500])
@@ -474,9 +475,6 @@ class EraChoice:
 _TRANSPORT_FAILURES: Final = frozenset({types.CONNECTION_CLOSED, types.REQUEST_TIMEOUT})
 
 
-def _is_bridge_reply(value: Any) -> bool:
-    return isinstance(value, dict) and value.get("kind") in ("task", "result", "error")
-
 
 def _root(exc: BaseException) -> BaseException:
     """The first leaf of an exception group (the SDK's task groups wrap what went wrong)."""
@@ -526,7 +524,7 @@ class _ConnectionSession(CallSession):
                 value = self.connection.call("intent_cancel", {"jobId": job}).value
             except Exception as exc:
                 return [f"cancelling job {job} failed: {exc}"]
-            if not (_is_bridge_reply(value) and value["kind"] in ("error", "result")):
+            if not (is_bridge_reply(value) and value["kind"] in ("error", "result")):
                 problems.append(f"cancelling job {job} did not end it: {value!r:.200}")
         return problems
 

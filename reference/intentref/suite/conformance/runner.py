@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
+from intentref.mcp.replies import is_bridge_reply
 from intentref.suite.conformance.capabilities import CAPABILITIES
 from intentref.suite.conformance.fixtures import Case
 from intentref.suite.conformance.plan import POOLED, SUITE, Plan, PlannedCase, Unit, make_plan
@@ -56,9 +57,6 @@ PROBE_INPUT: Final = "intentref conformance: instance check"
 
 OnOutcome = Callable[[Case, CaseOutcome], None]
 
-
-def _is_reply(value: Any) -> bool:
-    return isinstance(value, dict) and value.get("kind") in ("task", "result", "error")
 
 
 # --------------------------------------------------------------------------- the executor
@@ -269,11 +267,11 @@ def _accepted_outcome(case: Case, expected: Any, run: Run) -> CaseOutcome:
     try:
         for name in case.data["setup"]["instances"]:
             value = session.prepare({"instance": name, "input": PROBE_INPUT}).value
-            error = value.get("error") if _is_reply(value) and value["kind"] == "error" else None
+            error = value.get("error") if is_bridge_reply(value) and value["kind"] == "error" else None
             got = error.get("code") if isinstance(error, dict) else None
             if got == "BRIDGE_INSTANCE_NOT_FOUND" or (got is not None and (code is None or not match(code, got, "", History()))):
                 continue  # not served, or refused at its first use with the expected code
-            if _is_reply(value) and value["kind"] == "task" and isinstance(value.get("jobId"), str):
+            if is_bridge_reply(value) and value["kind"] == "task" and isinstance(value.get("jobId"), str):
                 with contextlib.suppress(Exception):
                     session.cancel({"jobId": value["jobId"]})
             served.append(f"{name!r} (a prepare answered {_brief(value)})")
@@ -290,7 +288,7 @@ def _accepted_outcome(case: Case, expected: Any, run: Run) -> CaseOutcome:
 
 
 def _brief(value: Any) -> str:
-    if _is_reply(value) and value["kind"] == "error" and isinstance(value.get("error"), dict):
+    if is_bridge_reply(value) and value["kind"] == "error" and isinstance(value.get("error"), dict):
         return f"error {value['error'].get('code')}"
     return str(value.get("kind")) if isinstance(value, dict) else repr(value)[:80]
 

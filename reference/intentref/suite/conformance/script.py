@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from intentref.mcp.replies import is_bridge_reply
 from intentref.suite.conformance.headline import kind_headline
 from intentref.suite.conformance.targets import ProtocolRefusal, Reply, Run, Session, TargetUnsupported
 from intentref.suite.conformance.values import FixtureError, History, Unresolved, generate, match
@@ -37,9 +38,6 @@ class CaseOutcome:
 class TargetBroke(Exception):
     """The target did not answer as a target must (crash, timeout, non-reply)."""
 
-
-def _is_reply(value: Any) -> bool:
-    return isinstance(value, dict) and value.get("kind") in ("task", "result", "error")
 
 
 # spec: D-CNF-055 -- seed 000 (调用错误与任务状态): "SDK/协议参数校验或连接异常还可能直接抛出":
@@ -105,7 +103,7 @@ def run_case(case: dict[str, Any], run: Run, transport: str) -> CaseOutcome:
                 history.replies.append(None)
                 history.texts.append(None)
                 continue
-            if not _is_reply(reply.value):
+            if not is_bridge_reply(reply.value):
                 raise TargetBroke(f"step {index} ({op}) returned something that is not a BridgeReply: {reply.value!r:.300}")
             mismatches = [f"step {index} ({op}) {m}" for m in match(step["expect"], reply.value, "", history)]
             headline = kind_headline(step["expect"], reply.value, history) if mismatches else None

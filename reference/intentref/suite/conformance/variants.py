@@ -32,15 +32,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from intentref.core.choices import REFERENCE, Choices, chosen
+from intentref.mcp.replies import is_bridge_reply
 from intentref.suite.conformance._variant import BridgeReply, State, Variant, replace_choices  # noqa: F401
 from intentref.suite.conformance.capabilities import REFERENCE_CAPABILITIES
 from intentref.suite.conformance.targets import CallSession, ConfigRejected, InProcessRun, Run, Target
 
 # --------------------------------------------------------------------------- the target
 
-
-def _is_reply(value: Any) -> bool:
-    return isinstance(value, dict) and value.get("kind") in ("task", "result", "error")
 
 
 class VariantSession(CallSession):
@@ -67,7 +65,7 @@ class VariantSession(CallSession):
                 if variant.before is None:
                     continue
                 request = variant.before(op, request, self._state)
-                if _is_reply(request):
+                if is_bridge_reply(request):
                     answered = request
                     break
             reply = answered if answered is not None else getattr(self._inner, op)(request)
