@@ -418,14 +418,6 @@ def plan_request(d: Draw, instance: str, definition: dict[str, Any], allow_empty
     return Plan(request, data, selected)
 
 
-def plain_request(d: Draw, instance: str) -> dict[str, Any]:
-    request: dict[str, Any] = {"instance": instance, "input": sentence(d, 5)}
-    context_value, _ = context(d, [])
-    if context_value is not _ABSENT:
-        request["context"] = context_value
-    return request
-
-
 # --------------------------------------------------------------------------- core candidates
 
 BLOCKER_NAMES: Final = ("clarificationReason", "confirmationReason", "conditionReason")

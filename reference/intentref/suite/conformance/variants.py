@@ -33,7 +33,7 @@ from typing import Any
 
 from intentref.core.choices import REFERENCE, Choices, chosen
 from intentref.mcp.replies import is_bridge_reply
-from intentref.suite.conformance._variant import BridgeReply, State, Variant, replace_choices  # noqa: F401
+from intentref.suite.conformance._variant import BridgeReply, State, Variant
 from intentref.suite.conformance.capabilities import REFERENCE_CAPABILITIES
 from intentref.suite.conformance.targets import CallSession, ConfigRejected, InProcessRun, Run, Target
 
