@@ -1,0 +1,122 @@
+"""What the runner makes of refusals a server shows its own way (D-CNF-051, D-CNF-055).
+
+A scripted MCP server (real stdio, the handshake era) reads its configuration file and
+behaves as the instance names tell it:
+
+* an instance named ``refuse-*`` makes it exit with status 7 before answering, saying so in
+  its own words;
+* ``error-*``: it starts, and every prepare on that instance answers an error reply with
+  code SCHEMA_UNSUPPORTED;
+* ``serve-*``: it starts and serves the instance (a task);
+* an input ``sdk-refuses`` gets an isError result that is not a BridgeReply (an SDK's own
+  input check), whatever the instance.
+
+Each verdict below could come out otherwise: the same cases against the other behaviours
+give the opposite outcome.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from intentref.suite.conformance.fixtures import load_cases
+from intentref.suite.conformance.mcp_targets import StdioTarget
+from intentref.suite.conformance.runner import execute
+from intentref.suite.conformance.script import ERRORED, FAILED, PASSED
+
+SCRIPTED_SERVER = r'''
+import json, sys
+config = json.load(open(sys.argv[1], encoding="utf-8"))["instances"]
+if any(name.startswith("refuse-") for name in config):
+    print("scripted: will not serve this configuration", file=sys.stderr)
+    sys.exit(7)
+TASK = {"kind": "task", "jobId": "j", "stepToken": "t", "stage": "core", "instructions": "i", "payload": "{}",
+        "format": {"kind": "json_object"}}
+ERROR = {"kind": "error", "error": {"code": "SCHEMA_UNSUPPORTED", "stage": "config", "message": "no", "issues": []}}
+for line in sys.stdin:
+    message = json.loads(line)
+    method, ident = message.get("method"), message.get("id")
+    if ident is None:
+        continue
+    if method == "initialize":
+        result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "scripted", "version": "0"}}
+    elif method == "tools/list":
+        result = {"tools": []}
+    else:
+        arguments = message["params"]["arguments"]
+        if arguments.get("input") == "sdk-refuses":
+            result = {"content": [{"type": "text", "text": "Input validation error: no"}], "isError": True}
+        else:
+            reply = ERROR if str(arguments.get("instance", "")).startswith("error-") else TASK
+            result = {"content": [{"type": "text", "text": json.dumps(reply)}], "structuredContent": reply,
+                      "isError": reply["kind"] == "error"}
+    print(json.dumps({"jsonrpc": "2.0", "id": ident, "result": result}), flush=True)
+'''
+
+REFUSED = {"$subset": {"stage": "config", "code": {"$anyOf": ["SCHEMA_UNSUPPORTED", "LIMIT_EXCEEDED"]}}}
+
+
+def _configuration_case(case_id: str, instance: str, expect: Any) -> dict[str, Any]:
+    return {"id": case_id, "description": f"configuration {instance}", "requirements": ["R-SCH-020"],
+            "level": "normative", "instances": [instance],
+            "setup": {"instances": {instance: {"language": "en"}}, "expect": expect}, "steps": []}  # fmt: skip
+
+
+def _prepare_case(case_id: str, text: str, expect: Any) -> dict[str, Any]:
+    return {"id": case_id, "description": f"prepare {text}", "requirements": ["R-BRG-019"], "level": "normative",
+            "instances": ["default"],
+            "steps": [{"op": "prepare", "args": {"instance": "default", "input": text}, "expect": expect}]}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory: Any) -> dict[str, Any]:
+    folder = tmp_path_factory.mktemp("observable")
+    server = folder / "scripted_server.py"
+    server.write_text(SCRIPTED_SERVER, "utf-8")
+    cases = folder / "cases"
+    cases.mkdir()
+    document = {"area": "SCH", "title": "refusals shown another way", "cases": [
+        _configuration_case("SCH-9001", "refuse-a", REFUSED),      # exits: refused, as expected
+        _configuration_case("SCH-9002", "error-a", REFUSED),       # serves, but every prepare is refused
+        _configuration_case("SCH-9003", "serve-a", REFUSED),       # serves a rejected instance: breaks it
+        _configuration_case("SCH-9004", "refuse-b", {"ok": True}),  # refuses an accepted one: breaks it
+        _prepare_case("SCH-9005", "sdk-refuses", {"$error": {"code": "INPUT_INVALID"}}),  # allowed
+        _prepare_case("SCH-9006", "sdk-refuses", {"$task": {"stage": "core"}}),           # not allowed
+    ]}  # fmt: skip
+    (cases / "sch.json").write_text(json.dumps(document), "utf-8")
+    target = StdioTarget(f"{sys.executable} {server} {{config}}", era="legacy", timeout=5)
+    try:
+        return {o.case_id: o for o in execute(load_cases(Path(cases)), target)}
+    finally:
+        target.close()
+
+
+def test_a_server_that_exits_with_its_own_status_and_words_has_refused_the_configuration(outcomes: dict[str, Any]) -> None:
+    assert outcomes["SCH-9001"].outcome == PASSED, outcomes["SCH-9001"]
+    assert "exit status 7" in outcomes["SCH-9001"].detail and "judged by the refusal alone" in outcomes["SCH-9001"].detail
+
+
+def test_a_server_that_starts_but_refuses_every_prepare_on_the_instance_passes(outcomes: dict[str, Any]) -> None:
+    assert outcomes["SCH-9002"].outcome == PASSED, outcomes["SCH-9002"]
+
+
+def test_a_server_that_serves_a_rejected_instance_fails(outcomes: dict[str, Any]) -> None:
+    assert outcomes["SCH-9003"].outcome == FAILED, outcomes["SCH-9003"]
+    assert "the target serves 'serve-a'" in outcomes["SCH-9003"].mismatches[0]
+
+
+def test_refusing_an_accepted_configuration_fails_and_is_never_errored(outcomes: dict[str, Any]) -> None:
+    assert outcomes["SCH-9004"].outcome == FAILED, outcomes["SCH-9004"]
+    assert "should be accepted" in outcomes["SCH-9004"].mismatches[0]
+
+
+def test_a_protocol_layer_refusal_passes_only_where_a_malformed_call_is_expected(outcomes: dict[str, Any]) -> None:
+    assert outcomes["SCH-9005"].outcome == PASSED and "D-CNF-055" in outcomes["SCH-9005"].detail
+    assert outcomes["SCH-9006"].outcome == ERRORED
+    assert "refused by the protocol layer" in outcomes["SCH-9006"].detail
