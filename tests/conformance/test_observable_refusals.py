@@ -1,15 +1,9 @@
 """What the runner makes of refusals a server shows its own way (D-CNF-051, D-CNF-055).
 
-A scripted MCP server (real stdio, the handshake era) reads its configuration file and
-behaves as the instance names tell it:
-
-* an instance named ``refuse-*`` makes it exit with status 7 before answering, saying so in
-  its own words;
-* ``error-*``: it starts, and every prepare on that instance answers an error reply with
-  code SCHEMA_UNSUPPORTED;
-* ``serve-*``: it starts and serves the instance (a task);
-* an input ``sdk-refuses`` gets an isError result that is not a BridgeReply (an SDK's own
-  input check), whatever the instance.
+A scripted MCP server (``scripted_server.py``: real stdio, the handshake era) behaves as
+the instance names and inputs tell it: ``refuse-*`` exits with status 7 in its own words,
+``error-*`` starts and answers every prepare SCHEMA_UNSUPPORTED, ``serve-*`` serves the
+instance, and the input ``sdk-refuses`` gets an isError result that is not a BridgeReply.
 
 Each verdict below could come out otherwise: the same cases against the other behaviours
 give the opposite outcome.
@@ -29,35 +23,7 @@ from intentref.suite.conformance.mcp_targets import StdioTarget
 from intentref.suite.conformance.runner import execute
 from intentref.suite.conformance.script import ERRORED, FAILED, PASSED
 
-SCRIPTED_SERVER = r'''
-import json, sys
-config = json.load(open(sys.argv[1], encoding="utf-8"))["instances"]
-if any(name.startswith("refuse-") for name in config):
-    print("scripted: will not serve this configuration", file=sys.stderr)
-    sys.exit(7)
-TASK = {"kind": "task", "jobId": "j", "stepToken": "t", "stage": "core", "instructions": "i", "payload": "{}",
-        "format": {"kind": "json_object"}}
-ERROR = {"kind": "error", "error": {"code": "SCHEMA_UNSUPPORTED", "stage": "config", "message": "no", "issues": []}}
-for line in sys.stdin:
-    message = json.loads(line)
-    method, ident = message.get("method"), message.get("id")
-    if ident is None:
-        continue
-    if method == "initialize":
-        result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-                  "serverInfo": {"name": "scripted", "version": "0"}}
-    elif method == "tools/list":
-        result = {"tools": []}
-    else:
-        arguments = message["params"]["arguments"]
-        if arguments.get("input") == "sdk-refuses":
-            result = {"content": [{"type": "text", "text": "Input validation error: no"}], "isError": True}
-        else:
-            reply = ERROR if str(arguments.get("instance", "")).startswith("error-") else TASK
-            result = {"content": [{"type": "text", "text": json.dumps(reply)}], "structuredContent": reply,
-                      "isError": reply["kind"] == "error"}
-    print(json.dumps({"jsonrpc": "2.0", "id": ident, "result": result}), flush=True)
-'''
+SCRIPTED_SERVER = Path(__file__).with_name("scripted_server.py")
 
 REFUSED = {"$subset": {"stage": "config", "code": {"$anyOf": ["SCHEMA_UNSUPPORTED", "LIMIT_EXCEEDED"]}}}
 
@@ -76,10 +42,7 @@ def _prepare_case(case_id: str, text: str, expect: Any) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory: Any) -> dict[str, Any]:
-    folder = tmp_path_factory.mktemp("observable")
-    server = folder / "scripted_server.py"
-    server.write_text(SCRIPTED_SERVER, "utf-8")
-    cases = folder / "cases"
+    cases = tmp_path_factory.mktemp("observable") / "cases"
     cases.mkdir()
     document = {"area": "SCH", "title": "refusals shown another way", "cases": [
         _configuration_case("SCH-9001", "refuse-a", REFUSED),      # exits: refused, as expected
@@ -90,7 +53,7 @@ def outcomes(tmp_path_factory: Any) -> dict[str, Any]:
         _prepare_case("SCH-9006", "sdk-refuses", {"$task": {"stage": "core"}}),           # not allowed
     ]}  # fmt: skip
     (cases / "sch.json").write_text(json.dumps(document), "utf-8")
-    target = StdioTarget(f"{sys.executable} {server} {{config}}", era="legacy", timeout=5)
+    target = StdioTarget(f"{sys.executable} {SCRIPTED_SERVER} {{config}}", era="legacy", timeout=5)
     try:
         return {o.case_id: o for o in execute(load_cases(Path(cases)), target)}
     finally:

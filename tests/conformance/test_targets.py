@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -231,29 +232,8 @@ def test_baseline_formats(tmp_path: Any) -> None:
 
 # --------------------------------------------------------------------------- a server that breaks
 
-FAKE_SERVER = r'''
-import json, sys, time
-TASK = {"kind": "task", "jobId": "j", "stepToken": "t", "stage": "core", "instructions": "i", "payload": "{}",
-        "format": {"kind": "json_object"}}
-for line in sys.stdin:
-    message = json.loads(line)
-    method, ident = message.get("method"), message.get("id")
-    if ident is None:
-        continue
-    if method == "initialize":
-        result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-                  "serverInfo": {"name": "fake", "version": "0"}}
-    elif method == "tools/list":
-        result = {"tools": []}
-    else:
-        text = message["params"]["arguments"].get("input")
-        if text == "crash":
-            sys.exit(3)
-        if text == "hang":
-            time.sleep(60)
-        result = {"content": [{"type": "text", "text": json.dumps(TASK)}], "structuredContent": TASK, "isError": False}
-    print(json.dumps({"jsonrpc": "2.0", "id": ident, "result": result}), flush=True)
-'''
+# The server that breaks on request: input "crash" exits with status 3, "hang" stops answering.
+SCRIPTED_SERVER = pathlib.Path(__file__).with_name("scripted_server.py")
 
 
 def _prepare_case(case_id: str, text: str) -> dict[str, Any]:
@@ -262,14 +242,12 @@ def _prepare_case(case_id: str, text: str) -> dict[str, Any]:
 
 
 def test_a_crash_or_a_hang_errors_one_case_and_the_next_gets_a_new_server(tmp_path: Any) -> None:
-    server = tmp_path / "fake_server.py"
-    server.write_text(FAKE_SERVER, "utf-8")
     folder = tmp_path / "cases"
     folder.mkdir()
     steps = [("BRG-9001", "fine"), ("BRG-9002", "crash"), ("BRG-9003", "fine"), ("BRG-9004", "hang"), ("BRG-9005", "fine")]
     document = {"area": "BRG", "title": "a breaking server", "cases": [_prepare_case(i, t) for i, t in steps]}
     (folder / "brg.json").write_text(json.dumps(document), "utf-8")
-    target = StdioTarget(f"{sys.executable} {server} {{config}}", era="legacy", timeout=1.5)
+    target = StdioTarget(f"{sys.executable} {SCRIPTED_SERVER} {{config}}", era="legacy", timeout=1.5)
     try:
         outcomes = {o.case_id: o for o in execute(load_cases(folder), target)}
     finally:
