@@ -321,18 +321,14 @@ def catalog_instances(target: Any = None) -> dict[str, Any]:
     return _CATALOG
 
 
-def takes_instances(target: Any) -> bool:
+def takes_instances(target: Target) -> bool:
     """False for a server configured before the run (HTTP): it serves instances.json only."""
-    while hasattr(target, "target"):  # a DifferentialTarget's or a wrapper's own target
-        target = target.target
-    return not type(target).__name__.startswith("Http")
+    return not target.configured_elsewhere
 
 
-def separate_sessions(target: Any) -> bool:
+def separate_sessions(target: Target) -> bool:
     """False where every connection shares one Bridge session (HTTP, 2026-07-28 era: D-MCP-003)."""
-    while hasattr(target, "target"):
-        target = target.target
-    return not (type(target).__name__.startswith("Http") and getattr(target, "era", "") == "2026")
+    return target.separate_sessions
 
 
 def available(target: Any, names: list[str]) -> list[str]:
@@ -670,6 +666,11 @@ class DifferentialTarget(Target):
         self.reference = reference or reference_for(target)
         self.name = f"{target.name} (differential)"
         self.transport = target.transport
+        self.configured_elsewhere = target.configured_elsewhere
+
+    @property
+    def separate_sessions(self) -> bool:
+        return self.target.separate_sessions
 
     def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
         return self.target.unsupported(bridge_options)

@@ -870,6 +870,11 @@ class HttpTarget(Target):
             self.connection().close()
         return self.era.era
 
+    @property
+    def separate_sessions(self) -> bool:
+        """The 2026-07-28 era over HTTP has no session: every connection shares one (D-MCP-003)."""
+        return self.negotiate() != "2026"
+
     def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
         if bridge_options:
             return "an HTTP server is already configured; Bridge options cannot be set per case"

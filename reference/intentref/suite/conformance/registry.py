@@ -278,6 +278,10 @@ class _DuckTarget(Target):
         self.long_lived_runs = bool(getattr(inner, "long_lived_runs", False))
         self.configured_elsewhere = bool(getattr(inner, "configured_elsewhere", False))
 
+    @property
+    def separate_sessions(self) -> bool:
+        return bool(getattr(self._inner, "separate_sessions", True))
+
     def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
         ask = getattr(self._inner, "unsupported", None)
         return ask(bridge_options) if ask is not None else None

@@ -203,6 +203,10 @@ class Target(abc.ABC):
     ``configured_elsewhere``: the server's instances are its own (a server already running),
     so the runner checks before the first case that it serves those the cases use
     (D-CNF-013), and a case with instances of its own is unsupported.
+
+    ``separate_sessions``: each connection is a Bridge session of its own.  Not so over
+    HTTP in the 2026-07-28 era, which has no session (D-MCP-003): there every connection
+    shares one, and the properties open no second one.
     """
 
     name: str = "target"
@@ -210,6 +214,11 @@ class Target(abc.ABC):
     capabilities: frozenset[str] | None = None
     long_lived_runs: bool = False
     configured_elsewhere: bool = False
+
+    @property
+    def separate_sessions(self) -> bool:
+        """Whether each connection is a Bridge session of its own (see the class's text)."""
+        return True
 
     def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
         """Why a run with these Bridge options cannot be made here, or None."""
