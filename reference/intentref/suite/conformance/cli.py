@@ -70,7 +70,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                        "with the suite's instances (intent-runtime-mcp --config conformance/instances.json --http ...)")
     group.add_argument("--http-reference", action="store_true", help="the bundled reference over HTTP on 127.0.0.1")
     group.add_argument("--harness", metavar="COMMAND", help="a JSON-lines harness (conformance/harness.schema.json)")
-    group.add_argument("--target", metavar="SPEC", help="any target by its spec (intentref targets lists the kinds)")
+    group.add_argument("--target", metavar="SPEC", help="any target by its spec, KIND or KIND:ARGUMENT (stdio:COMMAND, variant:NAME, faulty:NAME, "
+                            "python:MODULE:ATTR, ...; an unknown kind is answered with the list of all)")
     targets.add_argument("--era", choices=("auto", "2026", "legacy"), default="auto",
                          help="MCP era: auto (negotiated, default), 2026 (2026-07-28) or legacy (initialize handshake)")  # fmt: skip
     targets.add_argument("--cold-start", action="store_true",
