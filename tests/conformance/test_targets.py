@@ -284,3 +284,19 @@ def test_isolated_cases_keep_the_verdicts_and_order_of_shared_runs(cases: list[C
     assert len(shared.suite_runs) == 1  # every case on the suite's instances shared one run
     plain = [c for c in selection if not c.data.get("setup") and not c.data.get("bridge")]
     assert len(isolated.suite_runs) >= len(plain) > 1  # and apart, each had its own
+
+
+def test_a_case_run_alone_on_a_long_lived_target_needs_no_plan(cases: list[Case]) -> None:
+    """The pytest plugin and the matrix's flow timing run cases one by one, unplanned (D-CNF-050)."""
+    from intentref.suite.conformance.runner import Executor
+
+    chosen = [c for c in cases if c.id in ("BRG-0001", "FLD-0001")]
+    chosen.append(next(c for c in cases if c.data.get("setup", {}).get("expect", {"ok": True}) != {"ok": True}))
+    target = StdioTarget.reference("legacy")
+    executor = Executor(target)
+    try:
+        outcomes = [executor.run(case) for case in chosen + chosen]
+    finally:
+        executor.close()
+        target.close()
+    assert [o.outcome for o in outcomes] == [PASSED] * len(outcomes), [(o.case_id, o.detail) for o in outcomes]

@@ -97,9 +97,10 @@ class Executor:
         found = self._by_id.get(case.id)
         if found is None:  # a case nobody planned (the plugin's own item order): plan it alone
             found = make_plan([case], self.target, self.instances, isolate=self.isolate).cases[0]
-            if found.config == POOLED and "setup" in found.case.data:
-                found.config = None  # its renamed instances are in no pooled run: a run of its own
-                found.case = case
+            if found.config == POOLED:
+                # No pooled configuration is planned for a case alone: one with instances of its
+                # own gets a run of its own, any other the suite's instances.
+                found.config, found.case = (None, case) if "setup" in case.data else (SUITE, case)
             self._by_id[case.id] = found
         return found
 
