@@ -22,7 +22,7 @@ import json
 import platform
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -158,15 +158,6 @@ def _write_mjs(check: bool) -> int:
 
 
 # --------------------------------------------------------------------------- targets
-
-
-def make_target(spec: str, era: str = "auto", timeout: float = 10.0, cold_start: bool = False
-                ) -> tuple[Any, Callable[[], None]]:  # fmt: skip
-    """A target from its spec (``registry``) and the function that releases it all."""
-    from intentref.suite.conformance import registry
-
-    target = registry.parse(spec, era, timeout, cold_start).build()
-    return target, target.close
 
 
 def _spec(args: argparse.Namespace) -> str:

@@ -35,7 +35,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--intentref-target", metavar="TARGET", default=None, help=_TARGET_HELP)
     group.addoption("--intentref", action="store_true", default=False,
                     help="collect the conformance cases for a project-supplied intentref_target fixture")  # fmt: skip
-    group.addoption("--intentref-era", choices=("2026", "legacy"), default="2026", help="MCP era for stdio/http targets")
+    group.addoption("--intentref-era", choices=("auto", "2026", "legacy"), default="auto",
+                    help="MCP era for stdio/http targets: auto (negotiated, D-CNF-052), 2026 or legacy")  # fmt: skip
     group.addoption("--intentref-level", choices=("normative", "all"), default="all", help="normative: seed-required cases only")
     group.addoption("--intentref-timeout", type=float, default=10.0, help="seconds one answer may take (default 10)")
 
@@ -124,24 +125,31 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 @pytest.fixture(scope="session")
 def intentref_target(request: pytest.FixtureRequest) -> Iterator[Any]:
     """The Target the cases run against: from --intentref-target; override it to supply your own."""
-    from intentref.suite.conformance.cli import make_target
+    from intentref.suite.conformance import registry
+    from intentref.suite.usage import UsageError
 
     spec = request.config.getoption("intentref_target")
     if not spec:
         raise pytest.UsageError("override the intentref_target fixture or give --intentref-target TARGET")
-    target, release = make_target(spec, request.config.getoption("intentref_era"),
-                                  request.config.getoption("intentref_timeout"))  # fmt: skip
+    try:
+        target = registry.parse(spec, request.config.getoption("intentref_era"),
+                                request.config.getoption("intentref_timeout")).build()  # fmt: skip
+    except UsageError as exc:
+        raise pytest.UsageError(f"--intentref-target {spec}: {exc}") from None
     try:
         yield target
     finally:
-        release()
+        target.close()
 
 
 @pytest.fixture(scope="session")
 def _intentref_executor(request: pytest.FixtureRequest, intentref_target: Any) -> Iterator[Any]:
+    from intentref.suite.conformance.registry import as_target
     from intentref.suite.conformance.runner import Executor
+    from intentref.suite.conformance.targets import Target
 
-    executor = Executor(intentref_target)
+    # An overriding fixture may hand any object with open and close (its runs duck-typed too).
+    executor = Executor(intentref_target if isinstance(intentref_target, Target) else as_target(intentref_target))
     # The selected cases, so a target that starts servers ahead knows which ones are due.
     executor.plan([item.case for item in request.session.items if isinstance(item, ConformanceCase)])
     try:
