@@ -49,6 +49,7 @@ def outcomes(tmp_path_factory: Any) -> dict[str, Any]:
         _configuration_case("SCH-9002", "error-a", REFUSED),       # serves, but every prepare is refused
         _configuration_case("SCH-9003", "serve-a", REFUSED),       # serves a rejected instance: breaks it
         _configuration_case("SCH-9004", "refuse-b", {"ok": True}),  # refuses an accepted one: breaks it
+        _configuration_case("SCH-9007", "error-b", {"$subset": {"stage": "config", "code": "CONFIG_INVALID"}}),
         _prepare_case("SCH-9005", "sdk-refuses", {"$error": {"code": "INPUT_INVALID"}}),  # allowed
         _prepare_case("SCH-9006", "sdk-refuses", {"$task": {"stage": "core"}}),           # not allowed
     ]}  # fmt: skip
@@ -67,6 +68,11 @@ def test_a_server_that_exits_with_its_own_status_and_words_has_refused_the_confi
 
 def test_a_server_that_starts_but_refuses_every_prepare_on_the_instance_passes(outcomes: dict[str, Any]) -> None:
     assert outcomes["SCH-9002"].outcome == PASSED, outcomes["SCH-9002"]
+
+
+def test_refusing_every_prepare_with_another_code_than_expected_fails(outcomes: dict[str, Any]) -> None:
+    assert outcomes["SCH-9007"].outcome == FAILED, outcomes["SCH-9007"]
+    assert "error SCHEMA_UNSUPPORTED" in outcomes["SCH-9007"].mismatches[0]
 
 
 def test_a_server_that_serves_a_rejected_instance_fails(outcomes: dict[str, Any]) -> None:

@@ -262,7 +262,7 @@ def _accepted_outcome(case: Case, expected: Any, run: Run) -> CaseOutcome:
     """The target took the configuration: right when it should, and otherwise only if it will not serve it."""
     if not _expects_refusal(expected):
         return _setup_outcome(case.id, expected, {"ok": True})
-    code = expected.get("code") if isinstance(expected, dict) else None
+    code = _expected_code(expected)
     served: list[str] = []
     session = run.connect()
     try:
@@ -286,6 +286,13 @@ def _accepted_outcome(case: Case, expected: Any, run: Run) -> CaseOutcome:
         f"setup: the configuration should be refused, and the target serves {', '.join(served)}",
         *(f"setup {m}" for m in match(expected, {"ok": True}, "", History())),
     ])
+
+
+def _expected_code(expected: Any) -> Any:
+    """The matcher of the error code a configuration case expects (inside ``$subset`` too), or None."""
+    while isinstance(expected, dict) and "$subset" in expected:
+        expected = expected["$subset"]
+    return expected.get("code") if isinstance(expected, dict) else None
 
 
 def _brief(value: Any) -> str:
