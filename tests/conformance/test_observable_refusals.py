@@ -52,6 +52,8 @@ def outcomes(tmp_path_factory: Any) -> dict[str, Any]:
         _configuration_case("SCH-9007", "error-b", {"$subset": {"stage": "config", "code": "CONFIG_INVALID"}}),
         _prepare_case("SCH-9005", "sdk-refuses", {"$error": {"code": "INPUT_INVALID"}}),  # allowed
         _prepare_case("SCH-9006", "sdk-refuses", {"$task": {"stage": "core"}}),           # not allowed
+        _prepare_case("SCH-9008", "fine", {"$task": {"stage": "core"}}),  # its job will not end
+        _prepare_case("SCH-9009", "fine", {"$task": {"stage": "core"}}),
     ]}  # fmt: skip
     (cases / "sch.json").write_text(json.dumps(document), "utf-8")
     target = StdioTarget(f"{sys.executable} {SCRIPTED_SERVER} {{config}}", era="legacy", timeout=5)
@@ -89,3 +91,12 @@ def test_a_protocol_layer_refusal_passes_only_where_a_malformed_call_is_expected
     assert outcomes["SCH-9005"].outcome == PASSED and "D-CNF-055" in outcomes["SCH-9005"].detail
     assert outcomes["SCH-9006"].outcome == ERRORED
     assert "refused by the protocol layer" in outcomes["SCH-9006"].detail
+
+
+def test_a_job_a_case_leaves_that_will_not_end_is_said_and_its_run_replaced(outcomes: dict[str, Any]) -> None:
+    # D-CNF-050: the scripted server answers the runner's cancel with a task, so the job stays
+    # active; the case still passes, says so, and the next case starts on a new server.
+    for case_id in ("SCH-9008", "SCH-9009"):
+        assert outcomes[case_id].outcome == PASSED, outcomes[case_id]
+        assert "the run was replaced after this case" in outcomes[case_id].detail
+        assert "did not end it" in outcomes[case_id].detail
