@@ -29,7 +29,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final, NamedTuple
 
 from intentref.core import jsonpointer
-from intentref.core.choices import Choices, current
 from intentref.core.errors import CANCEL_CODES, IntentParseError, Issue, error, self_issue
 from intentref.core.job import Job, Outcome, Task
 from intentref.core.jsontext import dumps_compact, json_type_name
@@ -42,6 +41,7 @@ from intentref.core.limits import (
     utf8_length,
     well_formed,
 )
+from intentref.core.policy import REFERENCE_POLICY, Policy
 from intentref.intent import Intent
 
 Reply = dict[str, Any]
@@ -102,15 +102,15 @@ def _config_error(path: str, message: str) -> IntentParseError:
     return error("CONFIG_INVALID", "config", message, [Issue("CONFIG_INVALID", "config", path, message)])
 
 
-def _defaults(chosen: Choices) -> dict[str, int]:
+def _defaults(policy: Policy) -> dict[str, int]:
     # D-LIM-001: the capacity defaults are decisions a variant may take another way.
-    return {**_DEFAULTS, "maxJobs": chosen.default_max_jobs, "maxReplayEntries": chosen.default_max_replay_entries,
-            "maxReplayBytes": chosen.default_max_replay_bytes}  # fmt: skip
+    return {**_DEFAULTS, "maxJobs": policy.default_max_jobs, "maxReplayEntries": policy.default_max_replay_entries,
+            "maxReplayBytes": policy.default_max_replay_bytes}  # fmt: skip
 
 
-def _read_option(config: Mapping[str, Any], name: str, minimum: int, chosen: Choices) -> int:
-    value = config.get(name, _defaults(chosen)[name])
-    if chosen.integral_float_options and isinstance(value, float) and value.is_integer():
+def _read_option(config: Mapping[str, Any], name: str, minimum: int, policy: Policy) -> int:
+    value = config.get(name, _defaults(policy)[name])
+    if policy.integral_float_options and isinstance(value, float) and value.is_integer():
         value = int(value)  # a variant of D-BRG-014: 3.0 is the safe integer 3, as to JavaScript
     # D-BRG-014: bool is an int subclass and a float is not an integer to Python, so both are
     # refused even when integral; a JavaScript host never writes 3.0 (JSON.stringify gives 3).
@@ -119,17 +119,17 @@ def _read_option(config: Mapping[str, Any], name: str, minimum: int, chosen: Cho
     return value
 
 
-def _read_options(config: Mapping[str, Any], chosen: Choices) -> list[int]:
+def _read_options(config: Mapping[str, Any], policy: Policy) -> list[int]:
     """The capacity options then the TTLs, in BridgeConfig order (spec: R-CAP-014, R-CAP-015)."""
     wanted = [(name, 1) for name in CAPACITY_OPTIONS] + [(name, 0) for name in TTL_OPTIONS]
-    if not chosen.config_faults_all_listed:
-        return [_read_option(config, name, minimum, chosen) for name, minimum in wanted]
+    if not policy.config_faults_all_listed:
+        return [_read_option(config, name, minimum, policy) for name, minimum in wanted]
     # A variant of D-BRG-014: every faulty option is named, one issue each.
     values: list[int] = []
     faults: list[IntentParseError] = []
     for name, minimum in wanted:
         try:
-            values.append(_read_option(config, name, minimum, chosen))
+            values.append(_read_option(config, name, minimum, policy))
         except IntentParseError as exc:
             faults.append(exc)
     if len(faults) == 1:
@@ -140,7 +140,7 @@ def _read_options(config: Mapping[str, Any], chosen: Choices) -> list[int]:
     return values
 
 
-def read_bridge_config(config: Any) -> BridgeOptions:
+def read_bridge_config(config: Any, policy: Policy = REFERENCE_POLICY) -> BridgeOptions:
     """Check a BridgeConfig, or raise CONFIG_INVALID (stage config) naming the member."""
     if not isinstance(config, Mapping):
         raise _config_error("", "a Bridge config must be an object.")
@@ -157,7 +157,7 @@ def read_bridge_config(config: Any) -> BridgeOptions:
             raise _config_error(
                 "/instances/" + jsonpointer.escape_token(name), "an instance must be an Intent."
             )
-    options = _read_options(config, current())  # spec: R-CAP-014, R-CAP-015
+    options = _read_options(config, policy)  # spec: R-CAP-014, R-CAP-015
     # A private copy: the caller may go on editing its dict without moving our instances.
     return BridgeOptions(dict(instances), *options)
 
@@ -401,8 +401,9 @@ def _fork(job: Job) -> Job:
 class _Store:
     """The state every session of one Bridge shares (spec: R-CAP-005, R-CAP-006)."""
 
-    def __init__(self, options: BridgeOptions, clock: Clock, wall_clock: Clock) -> None:
+    def __init__(self, options: BridgeOptions, clock: Clock, wall_clock: Clock, policy: Policy) -> None:
         self.options = options
+        self.policy = policy
         self.clock = clock
         self.wall_clock = wall_clock
         self.closed = False
@@ -415,8 +416,6 @@ class _Store:
         self.terminal: OrderedDict[str, float] = OrderedDict()
         self.active_bytes = 0
         self.total_bytes = 0
-        # The switchable decisions of the call in progress, read once as it starts (sweep).
-        self.chosen = current()
         # Only under a variant of D-BRG-016: jobs the replay TTL dropped, with their owner.
         self.tombstones: dict[str, BridgeSession] = {}
 
@@ -446,12 +445,10 @@ class _Store:
     def sweep(self) -> float:
         """Apply the legacy TTLs up to now (D-BRG-016); returns now.
 
-        Every prepare, accept and cancel starts here, so this is where the call's choices
-        are read.
+        Every prepare, accept and cancel starts here.
         """
-        self.chosen = current()
         now = self.clock()
-        if self.options.job_ttl_ms and self.chosen.job_ttl_drops_record:
+        if self.options.job_ttl_ms and self.policy.job_ttl_drops_record:
             # A variant of D-BRG-016: the deadline ends the record itself, whatever its state
             # (O(records) per call, acceptable in a conformance run).
             for job_id in [i for i, r in self.records.items() if r.deadline <= now]:
@@ -469,7 +466,7 @@ class _Store:
                 job_id, ended_at = next(iter(self.terminal.items()))
                 if now < ended_at + self.options.replay_ttl_ms:
                     break
-                if self.chosen.replay_ttl_tombstones:
+                if self.policy.replay_ttl_tombstones:
                     self.tombstones[job_id] = self.records[job_id].owner
                 self.drop(job_id)
         return now
@@ -497,7 +494,7 @@ class _Store:
             deadline = now + options.job_ttl_ms
         first = _stored(_task_reply(job_id, token, job.task, expires_at))
         # counted while active; the task itself is not replayable
-        size = len(first) + self.chosen.record_overhead_bytes
+        size = len(first) + self.policy.record_overhead_bytes
         if self.active_bytes + size > options.max_replay_bytes:  # spec: R-CAP-012
             raise _limit(None, f"the new job does not fit maxReplayBytes ({options.max_replay_bytes}) "
                                "beside the active jobs.")  # fmt: skip
@@ -517,14 +514,14 @@ class _Store:
     def submit(self, record: _Record, candidate_text: str, token: bytes, digest: bytes, now: float) -> Reply:
         """Judge a submission for the record's current step, committing only if it fits."""
         assert record.job is not None
-        chosen = self.chosen
+        policy = self.policy
         trial = _fork(record.job)
         outcome = trial.submit(candidate_text)
         if outcome.rejection is not None:
             # spec: R-CAP-013, R-LIF-009 -- an oversized candidate is not a used step (D-BRG-009).
             return self._refuse(record, token, digest, outcome.rejection)
         expires_at, deadline = record.expires_at, 0.0
-        if chosen.job_ttl_per_task and self.options.job_ttl_ms and outcome.task is not None:
+        if policy.job_ttl_per_task and self.options.job_ttl_ms and outcome.task is not None:
             # A variant of D-BRG-016: every new task renews the job's deadline.
             expires_at = iso_timestamp(self.wall_clock() + self.options.job_ttl_ms)
             deadline = now + self.options.job_ttl_ms
@@ -533,9 +530,9 @@ class _Store:
         steps = [*record.steps, step]
         # An active job's record also counts its current task (the task material).
         new_task_bytes = len(step.reply) if token_after is not None else 0
-        new_size = _record_bytes(steps, new_task_bytes, None) + chosen.record_overhead_bytes
+        new_size = _record_bytes(steps, new_task_bytes, None) + policy.record_overhead_bytes
         checked_size = new_size
-        if chosen.step_budget_estimated:
+        if policy.step_budget_estimated:
             # A variant of D-BRG-010: an upper estimate instead of the exact size -- the old
             # record kept whole, the candidate text, and the new task as step and as material.
             checked_size = (record.nbytes + DIGEST_BYTES + len(candidate_text.encode("utf-8", "surrogatepass"))
@@ -567,7 +564,7 @@ class _Store:
     def _refuse(self, record: _Record, token: bytes, digest: bytes, exc: IntentParseError) -> Reply:
         """A refused submission: the step stays open and, by default, nothing is kept (D-BRG-009)."""
         reply = _error_reply(exc)
-        if self.chosen.rejections_replayed:
+        if self.policy.rejections_replayed:
             # A variant of D-BRG-009: the refusal is kept for this token and text, outside the
             # byte count (a conformance run only), and the same text replays it.
             record.rejected[(token, digest)] = _stored(reply)
@@ -576,7 +573,7 @@ class _Store:
     def end(self, record: _Record, exc: IntentParseError, now: float) -> bytes:
         """Make an active job terminal with ``exc`` (cancel, expiry); returns the stored reply."""
         record.end = _stored(_error_reply(exc))
-        self._resize(record, _record_bytes(record.steps, 0, record.end) + self.chosen.record_overhead_bytes)
+        self._resize(record, _record_bytes(record.steps, 0, record.end) + self.policy.record_overhead_bytes)
         self._to_terminal(record, now)
         # The ended record may have grown (a long detail); active bytes shrank, so reclaiming
         # terminal records always restores the budget.
@@ -602,7 +599,7 @@ class _Store:
     def reclaim(self) -> None:
         """Drop terminal records, oldest-terminated first, until both budgets hold (R-CAP-011)."""
         options = self.options
-        oldest_created = self.chosen.reclaim_oldest_created
+        oldest_created = self.policy.reclaim_oldest_created
         while self.terminal and (
             self.total_bytes > options.max_replay_bytes or len(self.records) > options.max_replay_entries
         ):
@@ -674,7 +671,7 @@ class BridgeSession:
             message = unknown_instance_message(name, self._store.options.instances)
             raise error("BRIDGE_INSTANCE_NOT_FOUND", "bridge", message,
                         [self_issue("BRIDGE_INSTANCE_NOT_FOUND", "/instance", message)])  # fmt: skip
-        if self._store.chosen.capacity_before_request:
+        if self._store.policy.capacity_before_request:
             # A variant of D-BRG-012: a full Bridge refuses before the request is judged.
             self._store.check_room()
         # D-BRG-002: the rest is a parse request, judged exactly as Intent.parse judges it
@@ -693,7 +690,7 @@ class BridgeSession:
             return _error_reply(exc)
 
     def _accept(self, request: Any) -> Reply:
-        closed = self._closed_choices()
+        closed = self._closed_policy()
         if closed is not None and closed.closed_calls_unchecked:
             raise _not_found()  # a variant of D-BRG-004: no parameter check on a closed session
         members = _read_members(request, ACCEPT_KEYS)
@@ -732,7 +729,7 @@ class BridgeSession:
             return _error_reply(exc)
 
     def _cancel(self, request: Any) -> Reply:
-        closed = self._closed_choices()
+        closed = self._closed_policy()
         if closed is not None and closed.closed_calls_unchecked:
             raise _not_found()  # a variant of D-BRG-004: no parameter check on a closed session
         members = _read_members(request, CANCEL_KEYS)
@@ -745,7 +742,7 @@ class BridgeSession:
         detail = None
         if "detail" in members:
             detail = _required_text(members, "detail")
-            if utf8_length(detail, current().lone_surrogate_utf8_bytes) > MAX_CANCEL_DETAIL_BYTES:  # spec: R-CAN-003, R-CAN-004
+            if utf8_length(detail, self._store.policy.lone_surrogate_utf8_bytes) > MAX_CANCEL_DETAIL_BYTES:  # spec: R-CAN-003, R-CAN-004
                 raise _bridge_input_error("/detail", f"detail exceeds {MAX_CANCEL_DETAIL_BYTES} UTF-8 bytes.")
         store = self._store
         if closed is not None and not closed.closed_sessions_keep_records:
@@ -760,13 +757,13 @@ class BridgeSession:
 
     # --- close -----------------------------------------------------------------------------
 
-    def _closed_choices(self) -> Choices | None:
-        """None while open; once closed, the call's choices that say how it is answered (D-BRG-004).
+    def _closed_policy(self) -> Policy | None:
+        """None while open; once closed, the policy that says how a call is answered (D-BRG-004).
 
-        Read once as an accept or cancel starts.  Under variants of D-BRG-004 / D-BRG-005 a
+        Under variants of D-BRG-004 / D-BRG-005 a
         closed session skips the parameter checks, or still answers for the records it kept.
         """
-        return current() if self.closed else None
+        return self._store.policy if self.closed else None
 
     def close(self) -> None:
         """Release every job of this session, active or retained (spec: R-LIF-012, D-BRG-005)."""
@@ -774,7 +771,7 @@ class BridgeSession:
             return
         self._closed = True
         store = self._store
-        if current().closed_sessions_keep_records:
+        if store.policy.closed_sessions_keep_records:
             # A variant of D-BRG-005: the active jobs end as a cancel would end them, and
             # every record stays, terminal, until it is reclaimed.
             now = store.sweep()
@@ -791,8 +788,8 @@ class BridgeSession:
 class IntentBridge:
     """``createIntentBridge(config)``: ``connect()`` and ``close()`` (spec: R-BRG-016)."""
 
-    def __init__(self, options: BridgeOptions, clock: Clock, wall_clock: Clock) -> None:
-        self._store = _Store(options, clock, wall_clock)
+    def __init__(self, options: BridgeOptions, clock: Clock, wall_clock: Clock, policy: Policy = REFERENCE_POLICY) -> None:
+        self._store = _Store(options, clock, wall_clock, policy)
         self._sessions: set[BridgeSession] = set()
 
     @property
@@ -822,13 +819,18 @@ class IntentBridge:
 
 
 def create_intent_bridge(
-    config: Mapping[str, Any], *, clock: Clock | None = None, wall_clock: Clock | None = None
+    config: Mapping[str, Any],
+    *,
+    clock: Clock | None = None,
+    wall_clock: Clock | None = None,
+    policy: Policy = REFERENCE_POLICY,
 ) -> IntentBridge:
     """Build a Bridge from a BridgeConfig, or raise CONFIG_INVALID.
 
     ``clock`` is a monotonic clock in milliseconds, used for the legacy TTLs; ``wall_clock``
     gives epoch milliseconds for ``expiresAt``.  Both are injectable so tests control time
-    (D-BRG-018).
+    (D-BRG-018).  ``policy`` holds the Bridge decisions where the seeds are silent (D-BRG-*,
+    D-LIM-001): the reference's unless the suite builds a decision variant.
     """
-    options = read_bridge_config(config)
-    return IntentBridge(options, clock or _monotonic_ms, wall_clock or _wall_ms)
+    options = read_bridge_config(config, policy)
+    return IntentBridge(options, clock or _monotonic_ms, wall_clock or _wall_ms, policy)

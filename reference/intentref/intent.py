@@ -16,6 +16,7 @@ from intentref.core import jsonpointer
 from intentref.core.errors import IntentParseError, Issue, error
 from intentref.core.job import Job
 from intentref.core.limits import DEFAULT_REPAIR_ATTEMPTS, MAX_REPAIR_ATTEMPTS
+from intentref.core.policy import REFERENCE_POLICY, Policy
 from intentref.core.request import read_request
 from intentref.core.schema_subset import Definition
 from intentref.core.text import has_text
@@ -61,7 +62,9 @@ def _config_error(path: str, message: str) -> IntentParseError:
 class Intent:
     """A configured recogniser.  Construction checks everything (spec: R-SCH-009, R-SCH-010, D-CFG-001)."""
 
-    def __init__(self, config: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, config: Mapping[str, Any] | None = None, *, policy: Policy = REFERENCE_POLICY) -> None:
+        # ``policy``: the decisions this instance applies where the seeds are silent; the
+        # reference's unless the suite builds a decision variant (intentref.core.policy).
         config = {} if config is None else config
         if not isinstance(config, Mapping):
             raise _config_error("", "an Intent config must be an object.")
@@ -76,7 +79,8 @@ class Intent:
             raise _config_error("/repairAttempts", f"repairAttempts must be an integer from 0 to {MAX_REPAIR_ATTEMPTS}.")
         self.language: str = language
         self.repair_attempts: int = attempts
-        self.definition = Definition.from_schema(config.get("schema"))
+        self.policy = policy
+        self.definition = Definition.from_schema(config.get("schema"), policy)
         self.disposed = False
 
     @property
@@ -85,8 +89,8 @@ class Intent:
 
     def start(self, request: Any) -> Job:
         """Open a job for ``request``, or raise the request's stage-"input" error."""
-        parsed = read_request(request, self.definition.fields)
-        return Job(self.definition, self.language, self.repair_attempts, parsed)
+        parsed = read_request(request, self.definition.fields, self.policy)
+        return Job(self.definition, self.language, self.repair_attempts, parsed, self.policy)
 
     def parse(self, request: Any, executor: Callable[[dict[str, Any]], str]) -> dict[str, Any]:
         """Run a whole job with a synchronous executor; the IntentResult, or IntentParseError."""

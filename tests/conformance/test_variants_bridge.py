@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from intentref.bridge import BridgeClosedError, IntentBridge, create_intent_bridge
-from intentref.core.choices import REFERENCE, Choices, chosen
+from intentref.core.policy import REFERENCE_POLICY, Policy
 from intentref.intent import Intent
 from intentref.suite.conformance.targets import ConfigRejected, load_instances
 from intentref.suite.conformance.variants import VariantTarget, catalogue, target
@@ -37,23 +37,19 @@ OVERSIZED = CORE + " " * (1024 * 1024 + 1)  # D-LIM-003: one byte past 1 MiB wit
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
 
-def _choices(name: str) -> Choices:
-    return REFERENCE.but(**catalogue()[name].choices)
+def _policy(name: str) -> Policy:
+    return REFERENCE_POLICY.but(**catalogue()[name].policy)
 
 
-def _bridge(options: dict[str, Any] | None = None, **clocks: Callable[[], float]) -> IntentBridge:
+def _bridge(policy: Policy, options: dict[str, Any] | None = None, **clocks: Callable[[], float]) -> IntentBridge:
     configs = load_instances()
-    instances = {name: Intent(configs[name]) for name in ("order", "default")}
-    return create_intent_bridge({"instances": instances, **(options or {})}, **clocks)
+    instances = {name: Intent(configs[name], policy=policy) for name in ("order", "default")}
+    return create_intent_bridge({"instances": instances, **(options or {})}, policy=policy, **clocks)
 
 
-def _both(name: str, scenario: Callable[[], Any]) -> tuple[Any, Any]:
-    """The scenario's answer under the reference choices, then under the variant's."""
-    with chosen(REFERENCE):
-        reference = scenario()
-    with chosen(_choices(name)):
-        variant = scenario()
-    return reference, variant
+def _both(name: str, scenario: Callable[[Policy], Any]) -> tuple[Any, Any]:
+    """The scenario's answer on a Bridge of the reference's policy, then on one of the variant's."""
+    return scenario(REFERENCE_POLICY), scenario(_policy(name))
 
 
 def _code(reply: dict[str, Any]) -> str | None:
@@ -147,7 +143,7 @@ def test_config_faults_all_listed() -> None:
 
 def test_smaller_capacity_defaults() -> None:
     # spec: D-LIM-001 -- the options a config leaves out.
-    reference, variant = _both("smaller-capacity-defaults", lambda: _bridge().options)
+    reference, variant = _both("smaller-capacity-defaults", lambda policy: _bridge(policy).options)
     assert (reference.max_jobs, reference.max_replay_entries, reference.max_replay_bytes) == (
         1024,
         4096,
@@ -155,8 +151,8 @@ def test_smaller_capacity_defaults() -> None:
     )
     assert (variant.max_jobs, variant.max_replay_entries, variant.max_replay_bytes) == (64, 256, 8 << 20)
 
-    def jobs_admitted() -> int:
-        session = _bridge().connect()
+    def jobs_admitted(policy: Policy) -> int:
+        session = _bridge(policy).connect()
         return sum(
             session.prepare({"instance": "order", "input": INPUT})["kind"] == "task" for _ in range(65)
         )
@@ -169,8 +165,8 @@ def test_smaller_capacity_defaults() -> None:
 
 def test_closed_sessions_keep_records() -> None:
     # spec: D-BRG-004, D-BRG-005 -- after close: dropped (reference) or ended and kept (variant).
-    def scenario() -> tuple[Any, ...]:
-        bridge = _bridge()
+    def scenario(policy: Policy) -> tuple[Any, ...]:
+        bridge = _bridge(policy)
         session = bridge.connect()
         active = session.prepare({"instance": "order", "input": INPUT})
         done = session.prepare({"instance": "default", "input": INPUT})
@@ -196,8 +192,8 @@ def test_closed_sessions_keep_records() -> None:
 
 def test_closed_calls_unchecked() -> None:
     # spec: D-BRG-004 -- a malformed call on a closed session.
-    def scenario() -> tuple[Any, Any]:
-        session = _bridge().connect()
+    def scenario(policy: Policy) -> tuple[Any, Any]:
+        session = _bridge(policy).connect()
         session.close()
         return session.accept({"jobId": 7}), session.cancel({"jobId": "x", "outcome": "later"})
 
@@ -214,8 +210,8 @@ def test_closed_calls_unchecked() -> None:
 
 def test_rejections_replayed() -> None:
     # spec: D-BRG-009 -- a refused text on a token that has since been used.
-    def scenario() -> tuple[Any, Any, Any]:
-        session = _bridge().connect()
+    def scenario(policy: Policy) -> tuple[Any, Any, Any]:
+        session = _bridge(policy).connect()
         task = session.prepare({"instance": "order", "input": INPUT})
         ids = {"jobId": task["jobId"], "stepToken": task["stepToken"]}
         refused = session.accept({**ids, "candidateText": OVERSIZED})
@@ -235,15 +231,14 @@ def test_rejections_replayed() -> None:
 
 def test_step_budget_estimated() -> None:
     # spec: D-BRG-010 -- a budget the exact record after the step fills to the byte.
-    with chosen(REFERENCE):
-        probe = _bridge()
-        probe_session = probe.connect()
-        task = probe_session.prepare({"instance": "order", "input": INPUT})
-        probe_session.accept({"jobId": task["jobId"], "stepToken": task["stepToken"], "candidateText": CORE})
-        exact = probe.stats()["replayBytes"]
+    probe = _bridge(REFERENCE_POLICY)
+    probe_session = probe.connect()
+    task = probe_session.prepare({"instance": "order", "input": INPUT})
+    probe_session.accept({"jobId": task["jobId"], "stepToken": task["stepToken"], "candidateText": CORE})
+    exact = probe.stats()["replayBytes"]
 
-    def scenario() -> tuple[Any, int]:
-        bridge = _bridge({"maxReplayBytes": exact})
+    def scenario(policy: Policy) -> tuple[Any, int]:
+        bridge = _bridge(policy, {"maxReplayBytes": exact})
         session = bridge.connect()
         task = session.prepare({"instance": "order", "input": INPUT})
         reply = session.accept(
@@ -263,8 +258,8 @@ def test_step_budget_estimated() -> None:
 
 def test_record_overhead_counted() -> None:
     # spec: D-BRG-011 -- 512 bytes more per record, active and terminal.
-    def scenario() -> list[int]:
-        bridge = _bridge()
+    def scenario(policy: Policy) -> list[int]:
+        bridge = _bridge(policy)
         session = bridge.connect()
         sizes = []
         for _ in range(2):
@@ -280,8 +275,8 @@ def test_record_overhead_counted() -> None:
 
 def test_capacity_before_request() -> None:
     # spec: D-BRG-012 -- a bad request on a full Bridge.
-    def scenario() -> Any:
-        session = _bridge({"maxJobs": 1}).connect()
+    def scenario(policy: Policy) -> Any:
+        session = _bridge(policy, {"maxJobs": 1}).connect()
         session.prepare({"instance": "order", "input": INPUT})
         return session.prepare({"instance": "order", "input": "   "})
 
@@ -292,8 +287,8 @@ def test_capacity_before_request() -> None:
 
 def test_reclaim_oldest_created() -> None:
     # spec: D-BRG-013 -- created first, terminated last: which record goes.
-    def scenario() -> tuple[str | None, str | None]:
-        session = _bridge({"maxReplayEntries": 2}).connect()
+    def scenario(policy: Policy) -> tuple[str | None, str | None]:
+        session = _bridge(policy, {"maxReplayEntries": 2}).connect()
         first = session.prepare({"instance": "order", "input": INPUT})
         second = session.prepare({"instance": "order", "input": INPUT})
         session.cancel({"jobId": second["jobId"]})
@@ -313,9 +308,9 @@ def test_reclaim_oldest_created() -> None:
 
 def test_job_ttl_per_task() -> None:
     # spec: D-BRG-016 -- one deadline per job, or one per task.
-    def scenario() -> tuple[Any, Any, Any]:
+    def scenario(policy: Policy) -> tuple[Any, Any, Any]:
         clock = _Clock()
-        session = _bridge({"jobTtlMs": 1000}, clock=clock, wall_clock=clock).connect()
+        session = _bridge(policy, {"jobTtlMs": 1000}, clock=clock, wall_clock=clock).connect()
         task = session.prepare({"instance": "order", "input": INPUT})
         clock.now += 600
         data_task = session.accept(
@@ -336,9 +331,9 @@ def test_job_ttl_per_task() -> None:
 
 def test_job_ttl_drops_record() -> None:
     # spec: D-BRG-016 -- at the deadline: an expired terminal record and a kept result, or both gone.
-    def scenario() -> tuple[Any, dict[str, int], Any, Any]:
+    def scenario(policy: Policy) -> tuple[Any, dict[str, int], Any, Any]:
         clock = _Clock()
-        bridge = _bridge({"jobTtlMs": 1000}, clock=clock, wall_clock=clock)
+        bridge = _bridge(policy, {"jobTtlMs": 1000}, clock=clock, wall_clock=clock)
         session = bridge.connect()
         task = session.prepare({"instance": "order", "input": INPUT})
         done = session.prepare({"instance": "default", "input": INPUT})
@@ -366,9 +361,9 @@ def test_job_ttl_drops_record() -> None:
 
 def test_replay_ttl_tombstone() -> None:
     # spec: D-BRG-016 -- a record the replay TTL dropped: not found, or expired (to its owner only).
-    def scenario() -> tuple[Any, Any, Any]:
+    def scenario(policy: Policy) -> tuple[Any, Any, Any]:
         clock = _Clock()
-        bridge = _bridge({"replayTtlMs": 1000}, clock=clock, wall_clock=clock)
+        bridge = _bridge(policy, {"replayTtlMs": 1000}, clock=clock, wall_clock=clock)
         session = bridge.connect()
         done = session.prepare({"instance": "default", "input": INPUT})
         ids = {"jobId": done["jobId"], "stepToken": done["stepToken"]}

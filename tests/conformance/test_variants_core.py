@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from intentref.core import choices, limits
+from intentref.core import limits
 from intentref.core.jsontext import CandidateTextError, parse_candidate
 from intentref.core.limits import utf8_length
+from intentref.core.policy import REFERENCE_POLICY
 from intentref.devtools.examples import ORDER_CORE, ORDER_DATA, ORDER_INPUT, ORDER_SCHEMA
 from intentref.suite.conformance import variants
 from intentref.suite.conformance._variants_core import VARIANTS
@@ -69,19 +70,18 @@ def code(reply: dict[str, Any]) -> str:
     return reply["error"]["code"] if reply["kind"] == "error" else reply["kind"]
 
 
-def test_every_core_variant_names_real_decisions_and_changes_choices() -> None:
+def test_every_core_variant_names_real_decisions_and_changes_the_policy() -> None:
     catalogue = variants.catalogue()
     assert {v.name for v in VARIANTS} <= set(catalogue)
     for variant in VARIANTS:
         assert variant.decisions and all(d.startswith("D-") for d in variant.decisions)
-        assert variant.choices, variant.name
+        assert variant.policy, variant.name
         target = variants.target(variant.name)
-        assert target.choices != choices.REFERENCE  # each one switches something
+        assert target.policy != REFERENCE_POLICY  # each one changes something
 
 
 def test_defaults_are_the_reference_decisions() -> None:
-    assert REFERENCE.choices == choices.REFERENCE
-    assert choices.current() is choices.REFERENCE
+    assert REFERENCE.policy == REFERENCE_POLICY
     assert data_reply(None, ORDER_DATA)["kind"] == "result"
 
 
@@ -148,8 +148,7 @@ def test_candidate_surrogates_replaced() -> None:
     assert code(run(None, _instance(), {"input": ORDER_INPUT, "fields": []}, text)) == "MODEL_OUTPUT_INVALID"
     reply = run("candidate-surrogates-replaced", _instance(), {"input": ORDER_INPUT, "fields": []}, text)
     assert reply["kind"] == "result" and reply["result"]["requirements"] == ["\ufffd尽快"]
-    with choices.chosen(variants.target("candidate-surrogates-replaced").choices):
-        assert parse_candidate('["\ud800x"]') == ["\ufffdx"]  # a raw lone surrogate too
+    assert parse_candidate('["\ud800x"]', variants.target("candidate-surrogates-replaced").policy) == ["\ufffdx"]  # a raw lone surrogate too
 
 
 ANY_SCHEMA = {"type": "object", "properties": {"n": {}}}
@@ -180,8 +179,7 @@ def test_number_rules_in_data() -> None:
     assert [i["path"] for i in reference["error"]["issues"]] == [""]  # D-JSON-004: the whole text
     assert [i["path"] for i in variant["error"]["issues"]] == ["/data/n"]
     # Outside data the number rules do not apply: the candidate is judged by its contract alone.
-    with choices.chosen(variants.target("number-rules-in-data").choices):
-        assert parse_candidate('{"x": 1e400}') == {"x": float("inf")}
+    assert parse_candidate('{"x": 1e400}', variants.target("number-rules-in-data").policy) == {"x": float("inf")}
     with pytest.raises(CandidateTextError):
         parse_candidate('{"x": 1e400}')
 
@@ -331,10 +329,10 @@ def test_smaller_and_larger_candidate_limits() -> None:
 def test_lone_surrogate_byte_counts() -> None:
     text = "\ud800" * 10
     assert utf8_length(text) == 30  # D-LIM-006: each as U+FFFD
-    one = variants.target("lone-surrogate-one-byte").choices.lone_surrogate_utf8_bytes
+    one = variants.target("lone-surrogate-one-byte").policy.lone_surrogate_utf8_bytes
     assert utf8_length(text, one) == 10
     assert utf8_length("\ud800\ufffd", one) == 4  # a real U+FFFD keeps its 3 bytes
-    assert utf8_length(text, variants.target("lone-surrogate-as-escape").choices.lone_surrogate_utf8_bytes) == 60
+    assert utf8_length(text, variants.target("lone-surrogate-as-escape").policy.lone_surrogate_utf8_bytes) == 60
     over = "\udc00" * 683  # 2,049 bytes counted as U+FFFD; 683 counted as "?"
     under = "\ud800" * 682  # 2,046 bytes counted as U+FFFD; 4,092 counted as escapes
     for name, detail, expected in ((None, over, "INPUT_INVALID"), ("lone-surrogate-one-byte", over, "MODEL_ABORTED"),

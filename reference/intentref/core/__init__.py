@@ -2,7 +2,7 @@
 
 What lives here: the request and schema-subset checks, the core and data candidate checks,
 the job's state machine, JSON text and JSON Pointer, text rules, the named limits, the
-error model, the instructions, the wire models and the closed choices — each rule in the
+error model, the instructions, the wire models and the decisions' ``Policy`` — each rule in the
 seeds' order, one module per concern.
 
 What it may import: the standard library, pydantic and jsonschema (with their format

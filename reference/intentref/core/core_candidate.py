@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
-from intentref.core import choices, jsonpointer
+from intentref.core import jsonpointer
+from intentref.core.policy import REFERENCE_POLICY, Policy
 from intentref.core.text import has_text
 
 ACTIONS: Final = ("query", "analyze", "generate", "modify", "delete", "execute", "other")  # spec: R-RES-008
@@ -270,14 +271,13 @@ CORE_RULES: Final[dict[str, Rule]] = {
 }
 
 
-def core_violations(candidate: Any) -> list[Violation]:
+def core_violations(candidate: Any, policy: Policy = REFERENCE_POLICY) -> list[Violation]:
     if not isinstance(candidate, dict):
         return [("", "the core candidate must be a JSON object.")]
     found = sorted({v for rule in CORE_RULES.values() for v in rule(candidate)})
-    chosen = choices.current()  # once per judgement
-    if not chosen.closed_candidates:
+    if not policy.closed_candidates:
         found = without_unexpected_members(found)
-    if not chosen.ecma_blank_texts:
+    if not policy.ecma_blank_texts:
         found = [v for v in found if not _ascii_text_at(candidate, v[0])]
     return found
 

@@ -10,14 +10,13 @@ business fault (DATA_EXTRACTION_FAILED, never repaired) is decided in ``judge``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 from intentref.core import jsonpointer
-from intentref.core.choices import Choices
-from intentref.core.choices import current as current_choices
 from intentref.core.core_candidate import exact_members, without_unexpected_members
 from intentref.core.errors import BUSINESS_ISSUE_CODES, DEFINITION_ISSUE_CODES, RESERVED_ISSUE_CODES, Issue
+from intentref.core.policy import REFERENCE_POLICY, Policy
 from intentref.core.schema_subset import Definition
 from intentref.core.text import has_text
 
@@ -45,8 +44,8 @@ class DataContext:
     definition: Definition
     selected: tuple[str, ...]
     sources: dict[str, str]  # sourceId -> text
-    # The decisions in force for this judgement (read once, when the task's context is made).
-    choices: Choices = field(default_factory=current_choices)
+    # The policy of the job whose candidate this is.
+    policy: Policy = REFERENCE_POLICY
 
     def field_path(self, name: str) -> str:
         return "/data/" + jsonpointer.escape_token(name)
@@ -187,7 +186,7 @@ def every_returned_leaf_has_evidence(c: dict[str, Any], ctx: DataContext) -> Ite
     if not isinstance(data, dict):
         return
     covered = [e["path"] for _, e in _entries(c, "evidence") if isinstance(e.get("path"), str)]
-    if not ctx.choices.evidence_covers_children:
+    if not ctx.policy.evidence_covers_children:
         # A variant of D-DAT-001: each returned leaf needs an entry at its own path.
         exact = set(covered)
         for leaf, _value in sorted(_leaves(data)):
@@ -221,7 +220,7 @@ def applicable_descriptions_are_checked(c: dict[str, Any], ctx: DataContext) -> 
         yield "/descriptionChecks", "the definition has a root description: add a descriptionCheck at /data."
     data = c.get("data")
     # spec: D-DAT-002 -- each returned described field needs a check (a variant: the root only).
-    if isinstance(data, dict) and ctx.choices.field_descriptions_need_checks:
+    if isinstance(data, dict) and ctx.policy.field_descriptions_need_checks:
         for name in ctx.selected:
             schema = ctx.definition.field_schema(name)
             described = isinstance(schema, dict) and _is_text(schema.get("description"))
@@ -267,7 +266,7 @@ def field_status_matches_data(c: dict[str, Any], ctx: DataContext) -> Iterator[V
         if status != "extracted" and name in data:
             yield f"{path}/status", f"status is {status} but data returns {name!r}; omit it or mark it extracted."
         if (status in ("not_provided", "not_applicable") and ctx.definition.is_required(name)
-                and ctx.choices.required_not_provided_is_contract_fault):  # fmt: skip
+                and ctx.policy.required_not_provided_is_contract_fault):  # fmt: skip
             # D-DAT-004: a missing required field is reported as a business issue, not omitted.
             yield f"{path}/status", f"{name!r} is required: report status issue with a DATA_REQUIRED_MISSING issue."
 
@@ -332,9 +331,9 @@ class DataJudgement:
 def judge(candidate: Any, ctx: DataContext) -> DataJudgement:
     if not isinstance(candidate, dict):
         return DataJudgement([("", "the data candidate must be a JSON object.")], [], None)
-    chosen = ctx.choices
+    policy = ctx.policy
     violations = sorted({v for rule in DATA_RULES.values() for v in rule(candidate, ctx)})
-    if not chosen.closed_candidates:
+    if not policy.closed_candidates:
         # Seed 000 fixes the five root members ("恰有以下五个根字段"); only deeper levels open.
         violations = without_unexpected_members(violations, keep_root=True)
     if violations:
@@ -342,14 +341,14 @@ def judge(candidate: Any, ctx: DataContext) -> DataJudgement:
     issues = [
         Issue(e["code"], e["category"], e["path"], e["message"]) for e in candidate["issues"]
     ]
-    if not chosen.required_not_provided_is_contract_fault:
+    if not policy.required_not_provided_is_contract_fault:
         issues.extend(_required_fields_not_provided(candidate, ctx, issues))
-    if chosen.implied_verdict_issues:
+    if policy.implied_verdict_issues:
         for check in candidate["descriptionChecks"]:
             code = VERDICT_ISSUE_CODES.get(check["verdict"])
             # spec: R-DAT-018 -- violated / undetermined checks are business extraction errors.
             # A variant of D-DAT-003 adds one even where the candidate filed an issue at that path.
-            own = not chosen.verdict_issue_at_every_check and any(i.path == check["path"] for i in issues)
+            own = not policy.verdict_issue_at_every_check and any(i.path == check["path"] for i in issues)
             if code is not None and not own:
                 issues.append(Issue(code, "definition", check["path"], check["explanation"]))
     elif not issues:
@@ -363,7 +362,7 @@ def judge(candidate: Any, ctx: DataContext) -> DataJudgement:
     # spec: R-SCH-035, R-SCH-036, R-SCH-037 -- validated against the selected schema, never coerced or filled.
     schema_errors = ctx.definition.validate(ctx.selected, candidate["data"])
     if schema_errors:
-        if not chosen.schema_violation_is_contract_fault and not any(e.keyword == "type" for e in schema_errors):
+        if not policy.schema_violation_is_contract_fault and not any(e.keyword == "type" for e in schema_errors):
             # A variant of D-DAT-005: data the schema cannot hold is a business fault, except a
             # value of the wrong type (seed 004 names a field type error MODEL_OUTPUT_INVALID).
             return DataJudgement([], [Issue("DATA_CONSTRAINT_VIOLATED", "definition", e.path, e.message)

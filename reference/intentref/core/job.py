@@ -18,11 +18,12 @@ import enum
 from dataclasses import dataclass
 from typing import Any, Final
 
-from intentref.core import choices, core_candidate, data_candidate
+from intentref.core import core_candidate, data_candidate
 from intentref.core.errors import CANCEL_CODES, ErrorStage, IntentParseError, Issue, error, self_issue
 from intentref.core.instructions import task_instructions
 from intentref.core.jsontext import CandidateTextError, dumps_compact, parse_candidate
 from intentref.core.limits import utf8_length, well_formed
+from intentref.core.policy import REFERENCE_POLICY, Policy
 from intentref.core.request import ParseRequest
 from intentref.core.schema_subset import Definition
 
@@ -98,8 +99,10 @@ class Outcome:
 
 
 class Job:
-    def __init__(self, definition: Definition, language: str, repair_attempts: int, request: ParseRequest) -> None:
+    def __init__(self, definition: Definition, language: str, repair_attempts: int, request: ParseRequest,
+                 policy: Policy = REFERENCE_POLICY) -> None:  # fmt: skip
         self.definition = definition
+        self.policy = policy
         self.language = language
         self.repair_attempts = repair_attempts
         self.request = request
@@ -127,7 +130,7 @@ class Job:
         A data step needs the checked default of its core step; ``repairs_used`` repairs of
         ``stage`` are already spent, and ``repair`` is the repair material the task carries.
         """
-        job = cls(definition, language, repair_attempts, request)
+        job = cls(definition, language, repair_attempts, request, definition.policy)
         job.repairs_used[stage] = repairs_used
         if stage == "data":
             job.state = State.DATA
@@ -154,14 +157,13 @@ class Job:
         """Judge one complete candidate for the current step."""
         if not self.active:
             raise RuntimeError("submit() on a job that has ended")
-        chosen = choices.current()
-        max_bytes = chosen.max_candidate_bytes  # D-LIM-003
-        if utf8_length(candidate_text, chosen.lone_surrogate_utf8_bytes) > max_bytes:
+        max_bytes = self.policy.max_candidate_bytes  # D-LIM-003
+        if utf8_length(candidate_text, self.policy.lone_surrogate_utf8_bytes) > max_bytes:
             message = f"candidateText exceeds {max_bytes} UTF-8 bytes."
             return Outcome(rejection=error("LIMIT_EXCEEDED", self.stage, message,
                                            [Issue("LIMIT_EXCEEDED", "processing", None, message)]))  # fmt: skip
         try:
-            candidate = parse_candidate(candidate_text)
+            candidate = parse_candidate(candidate_text, self.policy)
         except CandidateTextError as exc:
             return self._contract_fault([(exc.path, str(exc))], candidate_text)
         if self.state is State.CORE:
@@ -185,7 +187,7 @@ class Job:
     # --- core -------------------------------------------------------------------------------
 
     def _submit_core(self, candidate: Any, text: str) -> Outcome:
-        violations = core_candidate.core_violations(candidate)
+        violations = core_candidate.core_violations(candidate, self.policy)
         if violations:
             return self._contract_fault(violations, text)
         self.checked_default = core_candidate.assemble_result(self.request.input, candidate)
@@ -200,7 +202,7 @@ class Job:
 
     def _submit_data(self, candidate: Any, text: str) -> Outcome:
         assert self.checked_default is not None
-        ctx = data_candidate.DataContext(self.definition, self.selected, self.request.sources())
+        ctx = data_candidate.DataContext(self.definition, self.selected, self.request.sources(), self.policy)
         judgement = data_candidate.judge(candidate, ctx)
         if judgement.violations:
             return self._contract_fault(judgement.violations, text)

@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from intentref.core import choices, jsonpointer
-from intentref.core.limits import MAX_SAFE_INTEGER, well_formed
+from intentref.core import jsonpointer
+from intentref.core.limits import MAX_CANDIDATE_DEPTH, MAX_SAFE_INTEGER, well_formed
+from intentref.core.policy import REFERENCE_POLICY, Policy
 
 
 class CandidateTextError(ValueError):
@@ -98,13 +99,12 @@ _DECODER = json.JSONDecoder(
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
-def parse_candidate(text: str) -> Any:
-    """Parse ``text`` strictly, or raise CandidateTextError."""
-    chosen = choices.current()  # once per candidate
-    if chosen is not choices.REFERENCE:
-        return _parse_as_chosen(text, chosen)
+def parse_candidate(text: str, policy: Policy = REFERENCE_POLICY) -> Any:
+    """Parse ``text`` strictly under ``policy``, or raise CandidateTextError."""
+    if not _reads_as_reference(policy):
+        return _parse_as_chosen(text, policy)
     _check_text(text)
-    value = _decode(_DECODER, text, choices.REFERENCE.max_candidate_depth)
+    value = _decode(_DECODER, text, MAX_CANDIDATE_DEPTH)
     _check_depth(value, check_strings=_SURROGATE_ESCAPE.search(text) is not None)
     return value
 
@@ -132,7 +132,15 @@ class _FaultyFloat(float):
     problem = ""
 
 
-def _parse_as_chosen(text: str, chosen: choices.Choices) -> Any:
+def _reads_as_reference(policy: Policy) -> bool:
+    """Whether ``policy`` reads candidate text as the reference does (D-JSON-001 .. D-JSON-004,
+    D-LIM-003): then the one prebuilt decoder does, the fast path."""
+    return (policy.duplicate_keys_refused and policy.candidate_lone_surrogates_refused
+            and policy.unsafe_integral_doubles_refused and policy.number_rules_on_every_literal
+            and policy.max_candidate_depth == MAX_CANDIDATE_DEPTH)  # fmt: skip
+
+
+def _parse_as_chosen(text: str, chosen: Policy) -> Any:
     """``parse_candidate`` with the decisions of ``chosen``; the reference path stays the fast one."""
     faulty: list[Any] = []
     refuse_unsafe = chosen.unsafe_integral_doubles_refused
@@ -202,7 +210,7 @@ def _judge_numbers_in_data(node: Any, path: str = "", in_data: bool = False) -> 
     return node
 
 
-def _check_depth(root: Any, check_strings: bool, max_depth: int = choices.REFERENCE.max_candidate_depth) -> None:
+def _check_depth(root: Any, check_strings: bool, max_depth: int = MAX_CANDIDATE_DEPTH) -> None:
     # Iterative: a recursive walk is what deep nesting is designed to break.  Only
     # containers are pushed; strings are looked at only when an escape could hide a surrogate.
     if not isinstance(root, dict | list):

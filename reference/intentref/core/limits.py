@@ -68,7 +68,7 @@ def utf8_length(text: str, lone_surrogate_bytes: int = 3) -> int:
     TextEncoder writes each as U+FFFD, three bytes.  A surrogate *pair* held as two
     code points is one four-byte character to JavaScript.  (spec: R-CAN-003, R-CAN-004, D-LIM-006)
     ``lone_surrogate_bytes`` is what a lone surrogate counts: 3, or what a decision variant
-    chose (``intentref.core.choices``; the caller passes it, so limits imports nothing).
+    chose (the caller passes its ``Policy``'s value, so limits imports nothing).
     """
     try:
         return len(text.encode("utf-8"))

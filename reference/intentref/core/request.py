@@ -10,10 +10,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from intentref.core import choices, jsonpointer
+from intentref.core import jsonpointer
 from intentref.core.errors import IntentParseError, Issue, error
 from intentref.core.jsontext import json_type_name
 from intentref.core.limits import is_well_formed, utf8_length
+from intentref.core.policy import REFERENCE_POLICY, Policy
 from intentref.core.text import has_text
 
 CONTEXT_ROLES = ("user", "assistant", "tool")  # spec: R-TSK-007
@@ -62,8 +63,8 @@ def _require_text(value: Any, path: str, what: str) -> str:
     return value
 
 
-def read_request(request: Any, defined_fields: Sequence[str]) -> ParseRequest:
-    """Validate a parse request against an instance's defined top-level fields."""
+def read_request(request: Any, defined_fields: Sequence[str], policy: Policy = REFERENCE_POLICY) -> ParseRequest:
+    """Validate a parse request against an instance's defined top-level fields, under ``policy``'s limits."""
     if not isinstance(request, Mapping):
         raise _invalid("", "request must be an object.")
     unknown = sorted((k for k in request if k not in REQUEST_KEYS), key=str)  # keys may mix types
@@ -73,12 +74,11 @@ def read_request(request: Any, defined_fields: Sequence[str]) -> ParseRequest:
 
     if "input" not in request:
         raise _invalid("/input", "input is required.")
-    limits_now = choices.current()  # D-LIM-002: the request limits in force
     text = _require_text(request["input"], "/input", "input")
     if not has_text(text):  # spec: R-RES-016, R-ERR-017 -- the seed's exact blank-input error, no issues
         raise error("INPUT_INVALID", "input", BLANK_INPUT_MESSAGE)
-    max_input = limits_now.max_input_bytes
-    if utf8_length(text, limits_now.lone_surrogate_utf8_bytes) > max_input:
+    max_input = policy.max_input_bytes
+    if utf8_length(text, policy.lone_surrogate_utf8_bytes) > max_input:
         raise error(
             "LIMIT_EXCEEDED",
             "input",
@@ -86,12 +86,12 @@ def read_request(request: Any, defined_fields: Sequence[str]) -> ParseRequest:
             [Issue("LIMIT_EXCEEDED", "input", "/input", f"input exceeds {max_input} UTF-8 bytes.")],
         )
 
-    context = _read_context(request.get("context"), "context" in request, limits_now)
-    fields = _read_fields(request, defined_fields, limits_now.max_fields_selected)
+    context = _read_context(request.get("context"), "context" in request, policy)
+    fields = _read_fields(request, defined_fields, policy.max_fields_selected)
     return ParseRequest(text, context, fields)
 
 
-def _read_context(value: Any, present: bool, limits_now: choices.Choices) -> tuple[Source, ...]:
+def _read_context(value: Any, present: bool, policy: Policy) -> tuple[Source, ...]:
     if not present or value is None:
         return ()
     if isinstance(value, str):
@@ -99,11 +99,11 @@ def _read_context(value: Any, present: bool, limits_now: choices.Choices) -> tup
         _require_text(value, "/context", "context")
         sources: tuple[Source, ...] = (Source("context:0", "background", value),)
     elif isinstance(value, list):
-        if len(value) > limits_now.max_context_messages:
+        if len(value) > policy.max_context_messages:
             raise error(
                 "LIMIT_EXCEEDED",
                 "input",
-                f"context holds more than {limits_now.max_context_messages} messages.",
+                f"context holds more than {policy.max_context_messages} messages.",
                 [Issue("LIMIT_EXCEEDED", "input", "/context", "too many context messages.")],
             )
         items = []
@@ -125,11 +125,11 @@ def _read_context(value: Any, present: bool, limits_now: choices.Choices) -> tup
         sources = tuple(items)
     else:
         raise _invalid("/context", "context must be a string or an array of messages.")
-    if sum(utf8_length(s.content, limits_now.lone_surrogate_utf8_bytes) for s in sources) > limits_now.max_context_bytes:
+    if sum(utf8_length(s.content, policy.lone_surrogate_utf8_bytes) for s in sources) > policy.max_context_bytes:
         raise error(
             "LIMIT_EXCEEDED",
             "input",
-            f"context exceeds {limits_now.max_context_bytes} UTF-8 bytes.",
+            f"context exceeds {policy.max_context_bytes} UTF-8 bytes.",
             [Issue("LIMIT_EXCEEDED", "input", "/context", "context too large.")],
         )
     return sources

@@ -23,14 +23,15 @@ from typing import Any, Final
 
 import regress
 
-from intentref.core import choices, jsonpointer, limits
+from intentref.core import jsonpointer, limits
 from intentref.core.errors import Issue, error
 from intentref.core.limits import MAX_COMBINATION_ITEMS, MAX_SAFE_INTEGER, MIN_COMBINATION_ITEMS
+from intentref.core.policy import REFERENCE_POLICY, Policy
 from intentref.core.text import has_text
 
 # The reference's resource limits (D-LIM-004), named here too for callers that read them beside
-# the subset.  The checks read the limits in force instead (``intentref.core.choices``), so that a
-# decision variant can change them.
+# the subset.  The checks read the limits of the definition's policy instead
+# (``intentref.core.policy``), so that a decision variant can change them.
 MAX_ENUM_VALUES: Final = limits.MAX_ENUM_VALUES
 MAX_PATTERN_LENGTH: Final = limits.MAX_PATTERN_LENGTH
 MAX_SCHEMA_BYTES: Final = limits.MAX_SCHEMA_BYTES
@@ -72,7 +73,7 @@ def _too_large(path: str, message: str) -> _Fault:
 
 
 # --- one checker per keyword -------------------------------------------------------------
-# Each takes (value, path of the keyword) and yields the (pointer, subschema) pairs that are
+# Each takes (value, path of the keyword, the definition's policy) and yields the (pointer, subschema) pairs that are
 # schemas themselves, so that the walker can descend into them.
 SubSchemas = Iterator[tuple[str, Any]]
 
@@ -81,91 +82,90 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _non_negative_integer(value: Any, path: str) -> SubSchemas:
+def _non_negative_integer(value: Any, path: str, policy: Policy) -> SubSchemas:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise _unsupported(path, "must be a non-negative integer.")
     yield from ()
 
 
-def _number(value: Any, path: str) -> SubSchemas:
+def _number(value: Any, path: str, policy: Policy) -> SubSchemas:
     if not _is_number(value):
         raise _unsupported(path, "must be a number.")
     yield from ()
 
 
-def _multiple_of(value: Any, path: str) -> SubSchemas:
+def _multiple_of(value: Any, path: str, policy: Policy) -> SubSchemas:
     if not _is_number(value) or value <= 0:
         raise _unsupported(path, "multipleOf must be a number greater than 0.")
     yield from ()
 
 
-def _type(value: Any, path: str) -> SubSchemas:
+def _type(value: Any, path: str, policy: Policy) -> SubSchemas:
     names = value if isinstance(value, list) else [value]
     if not names or any(n not in JSON_TYPES for n in names) or len(set(names)) != len(names):
         raise _unsupported(path, "type must be a JSON type name or a non-empty array of unique names.")
     yield from ()
 
 
-def _properties(value: Any, path: str) -> SubSchemas:
+def _properties(value: Any, path: str, policy: Policy) -> SubSchemas:
     if not isinstance(value, dict):
         raise _unsupported(path, "properties must be an object of schemas.")
     for key, sub in value.items():
         yield f"{path}/{jsonpointer.escape_token(key)}", sub
 
 
-def _required(value: Any, path: str) -> SubSchemas:
+def _required(value: Any, path: str, policy: Policy) -> SubSchemas:
     if not isinstance(value, list) or any(not isinstance(v, str) for v in value) or len(set(value)) != len(value):
         raise _unsupported(path, "required must be an array of unique strings.")
     yield from ()
 
 
-def _one_schema(value: Any, path: str) -> SubSchemas:
+def _one_schema(value: Any, path: str, policy: Policy) -> SubSchemas:
     yield path, value
 
 
-def _items(value: Any, path: str) -> SubSchemas:
+def _items(value: Any, path: str, policy: Policy) -> SubSchemas:
     if isinstance(value, list):
         raise _unsupported(path, "tuple (array-form) items are not supported.")
     yield path, value
 
 
-def _unique_items(value: Any, path: str) -> SubSchemas:
+def _unique_items(value: Any, path: str, policy: Policy) -> SubSchemas:
     if not isinstance(value, bool):
         raise _unsupported(path, "uniqueItems must be a boolean.")
     yield from ()
 
 
-def _pattern(value: Any, path: str) -> SubSchemas:
+def _pattern(value: Any, path: str, policy: Policy) -> SubSchemas:
     if not isinstance(value, str):
         raise _unsupported(path, "pattern must be a string.")
-    chosen = choices.current()  # construction only, never while judging a candidate
-    if len(value) > chosen.max_pattern_length:
-        raise _too_large(path, f"pattern longer than {chosen.max_pattern_length} characters.")
-    if not regex_compiles(value, chosen.ecma_regex):
+    if len(value) > policy.max_pattern_length:
+        raise _too_large(path, f"pattern longer than {policy.max_pattern_length} characters.")
+    if not regex_compiles(value, policy.ecma_regex):
         raise _unsupported(path, "pattern is not an ECMA-262 regular expression.")
     yield from ()
 
 
-def _format(value: Any, path: str) -> SubSchemas:
+def _format(value: Any, path: str, policy: Policy) -> SubSchemas:
     if value not in SUPPORTED_FORMATS:
         raise _unsupported(path, f"format {value!r} is not supported.")
     yield from ()
 
 
-def _enum(value: Any, path: str) -> SubSchemas:
+def _enum(value: Any, path: str, policy: Policy) -> SubSchemas:
     if not isinstance(value, list) or not value:
         raise _unsupported(path, "enum must be a non-empty array.")
-    max_values = choices.current().max_enum_values
+    max_values = policy.max_enum_values
     if len(value) > max_values:
         raise _too_large(path, f"enum holds more than {max_values} values.")
     yield from ()
 
 
-def _any_value(value: Any, path: str) -> SubSchemas:
+def _any_value(value: Any, path: str, policy: Policy) -> SubSchemas:
     yield from ()
 
 
-def _combination(value: Any, path: str) -> SubSchemas:
+def _combination(value: Any, path: str, policy: Policy) -> SubSchemas:
     if not isinstance(value, list) or not MIN_COMBINATION_ITEMS <= len(value) <= MAX_COMBINATION_ITEMS:
         raise _unsupported(
             path, f"must be an array of {MIN_COMBINATION_ITEMS} to {MAX_COMBINATION_ITEMS} schemas."
@@ -174,20 +174,20 @@ def _combination(value: Any, path: str) -> SubSchemas:
         yield f"{path}/{index}", sub
 
 
-def _text(value: Any, path: str) -> SubSchemas:
+def _text(value: Any, path: str, policy: Policy) -> SubSchemas:
     if not isinstance(value, str):
         raise _unsupported(path, "must be a string.")
     yield from ()
 
 
-def _examples(value: Any, path: str) -> SubSchemas:
+def _examples(value: Any, path: str, policy: Policy) -> SubSchemas:
     if not isinstance(value, list):
         raise _unsupported(path, "examples must be an array.")
     yield from ()
 
 
-def _dialect(value: Any, path: str) -> SubSchemas:
-    lenient = choices.current().any_draft7_id_spelling
+def _dialect(value: Any, path: str, policy: Policy) -> SubSchemas:
+    lenient = policy.any_draft7_id_spelling
     if not lenient and path != "/$schema":
         # A variant of D-SCH-004: the dialect is named once, at the root.
         raise _unsupported(path, "$schema is accepted only at the root of a definition.")
@@ -198,7 +198,7 @@ def _dialect(value: Any, path: str) -> SubSchemas:
 
 
 # spec: R-SCH-013 .. R-SCH-021 -- the keyword table, one checker each.  Anything missing is unsupported.
-KEYWORD_CHECKS: Final[dict[str, Callable[[Any, str], SubSchemas]]] = {
+KEYWORD_CHECKS: Final[dict[str, Callable[[Any, str, Policy], SubSchemas]]] = {
     "type": _type,
     "properties": _properties,
     "required": _required,
@@ -295,17 +295,17 @@ def _check_plain_json(root: Any, max_json_depth: int) -> None:
 
 @dataclass
 class _WalkState:
-    max_nodes: int
-    max_depth: int
+    policy: Policy
     nodes: int = 0
 
 
 def _check_node(node: Any, path: str, depth: int, state: _WalkState, pending: list[tuple[Any, str, int]]) -> None:
     state.nodes += 1
-    if state.nodes > state.max_nodes:
-        raise _too_large(path, f"the definition has more than {state.max_nodes} schema nodes.")
-    if depth > state.max_depth:
-        raise _too_large(path, f"the definition nests deeper than {state.max_depth} levels.")
+    max_nodes, max_depth = state.policy.max_schema_nodes, state.policy.max_schema_depth
+    if state.nodes > max_nodes:
+        raise _too_large(path, f"the definition has more than {max_nodes} schema nodes.")
+    if depth > max_depth:
+        raise _too_large(path, f"the definition nests deeper than {max_depth} levels.")
     if isinstance(node, bool):
         return  # spec: R-SCH-033 -- boolean schemas are fine below the root
     if not isinstance(node, dict):
@@ -316,29 +316,29 @@ def _check_node(node: Any, path: str, depth: int, state: _WalkState, pending: li
         if check is None:
             # spec: R-SCH-028, R-SCH-029, R-SCH-030, R-SCH-031 -- $ref (even local), definitions, $defs, conditionals, the rest.
             raise _unsupported(kpath, f"keyword {keyword!r} is not supported.")
-        for sub_path, sub in check(value, kpath):
+        for sub_path, sub in check(value, kpath, state.policy):
             pending.append((sub, sub_path, depth + 1))
 
 
-def check_definition(schema: Any) -> None:
+def check_definition(schema: Any, policy: Policy = REFERENCE_POLICY) -> None:
     """Raise SCHEMA_UNSUPPORTED / LIMIT_EXCEEDED (stage config) for a definition outside the subset."""
     try:
-        _check_definition(schema)
+        _check_definition(schema, policy)
     except _Fault as fault:
         raise error(fault.code, "config", f"schema {fault.path or '/'}: {fault.message}",
                     [Issue(fault.code, "config", fault.path, fault.message)]) from None  # fmt: skip
 
 
-def _check_definition(schema: Any) -> None:
+def _check_definition(schema: Any, policy: Policy) -> None:
     if not isinstance(schema, dict):
         raise _unsupported("", "the root of a definition must be an object schema.")
     if not schema:
         return  # spec: R-SCH-012 -- {} means no extension fields
-    chosen = choices.current()  # D-LIM-004: the resource limits in force
+    # D-LIM-004: the resource limits are the policy's.
     # JSON nesting of the whole definition, keyword values included (see limits.MAX_SCHEMA_JSON_DEPTH).
-    _check_plain_json(schema, limits.schema_json_depth(chosen.max_schema_depth, chosen.max_candidate_depth))
-    if len(json.dumps(schema, ensure_ascii=False).encode("utf-8")) > chosen.max_schema_bytes:
-        raise _too_large("", f"the definition is larger than {chosen.max_schema_bytes} bytes.")
+    _check_plain_json(schema, limits.schema_json_depth(policy.max_schema_depth, policy.max_candidate_depth))
+    if len(json.dumps(schema, ensure_ascii=False).encode("utf-8")) > policy.max_schema_bytes:
+        raise _too_large("", f"the definition is larger than {policy.max_schema_bytes} bytes.")
     # spec: R-SCH-011 -- a non-empty root is type "object" with properties.
     if schema.get("type") != "object":
         raise _unsupported("/type", 'the root must have type "object".')
@@ -347,9 +347,9 @@ def _check_definition(schema: Any) -> None:
     for keyword in schema:
         if keyword in ROOT_FORBIDDEN:
             raise _unsupported("/" + keyword, f"{keyword} is not supported at the root; put it inside a property.")
-    if len(schema["properties"]) > chosen.max_top_level_fields:
-        raise _too_large("/properties", f"more than {chosen.max_top_level_fields} top-level fields.")
-    state = _WalkState(chosen.max_schema_nodes, chosen.max_schema_depth)
+    if len(schema["properties"]) > policy.max_top_level_fields:
+        raise _too_large("/properties", f"more than {policy.max_top_level_fields} top-level fields.")
+    state = _WalkState(policy)
     pending: list[tuple[Any, str, int]] = [(schema, "", 0)]
     while pending:
         node, path, depth = pending.pop()
@@ -433,13 +433,13 @@ def _validation_kit() -> tuple[Any, Any, Any, Any]:
     return Draft7Validator, ecma, formats, python_re_formats
 
 
-def _validator_for(schema: Any, chosen: choices.Choices) -> Any:
-    """The Draft-7 validator of ``schema`` under the decisions ``chosen`` (D-SCH-001, D-SCH-003)."""
+def _validator_for(schema: Any, policy: Policy) -> Any:
+    """The Draft-7 validator of ``schema`` under ``policy`` (D-SCH-001, D-SCH-003)."""
     draft7, ecma, formats, python_re_formats = _validation_kit()
-    cls = ecma if chosen.ecma_regex else draft7
-    if not chosen.formats_asserted:
+    cls = ecma if policy.ecma_regex else draft7
+    if not policy.formats_asserted:
         return cls(schema)  # a variant of D-SCH-003: formats only annotate
-    return cls(schema, format_checker=formats if chosen.ecma_regex else python_re_formats)
+    return cls(schema, format_checker=formats if policy.ecma_regex else python_re_formats)
 
 
 def _validation_schema(node: Any) -> Any:
@@ -484,16 +484,16 @@ class Definition:
     schema: dict[str, Any]
     fields: tuple[str, ...]
     _validators: dict[tuple[str, ...], Any] = field(default_factory=dict, repr=False)
-    # The decisions in force when the definition was built: its validators follow them.
-    _choices: choices.Choices = field(default_factory=choices.current, repr=False)
+    # The policy the definition was checked under: its validators follow it too.
+    policy: Policy = field(default=REFERENCE_POLICY, repr=False)
 
     @classmethod
-    def from_schema(cls, schema: Any) -> Definition:
+    def from_schema(cls, schema: Any, policy: Policy = REFERENCE_POLICY) -> Definition:
         if schema is None:
             schema = {}
-        check_definition(schema)
+        check_definition(schema, policy)
         clean = strip_removed_keywords(schema)
-        return cls(clean, tuple(clean.get("properties", {})))
+        return cls(clean, tuple(clean.get("properties", {})), policy=policy)
 
     @property
     def root_description(self) -> str | None:
@@ -522,7 +522,7 @@ class Definition:
         """Validation errors of ``data`` against the selection: never coerces, fills or drops."""
         validator = self._validators.get(selected)
         if validator is None:
-            validator = _validator_for(_validation_schema(self.selected_schema(selected)), self._choices)
+            validator = _validator_for(_validation_schema(self.selected_schema(selected)), self.policy)
             self._validators[selected] = validator
         out = []
         for err in validator.iter_errors(data):

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from intentref.core.choices import Choices
+from intentref.core.policy import Policy
 
 BridgeReply = dict[str, Any]
 State = dict[str, Any]  # one session's memory, shared by the hooks of that session
@@ -23,7 +23,8 @@ class Variant:
     """The reference with some decisions taken another way.
 
     ``decisions`` are the IDs the variant changes; ``summary`` says what it does instead.
-    ``choices`` are ``Choices`` fields to change.  The hooks default to "change nothing":
+    ``policy`` names ``Policy`` fields to change: the reference is built with that policy.
+    The hooks default to "change nothing":
 
     * ``config(name, config) -> config`` rewrites an instance configuration (a copy);
     * ``before(op, request, state) -> request | BridgeReply`` rewrites a request, or answers
@@ -38,17 +39,17 @@ class Variant:
     name: str
     decisions: tuple[str, ...]
     summary: str
-    choices: Mapping[str, Any] = field(default_factory=dict)
+    policy: Mapping[str, Any] = field(default_factory=dict)
     config: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
     before: Callable[[str, Any, State], Any] | None = None
     after: Callable[[str, Any, BridgeReply, State], BridgeReply] | None = None
     lacks: Mapping[str, str] = field(default_factory=dict)
 
 
-def replace_choices(**changes: Any) -> dict[str, Any]:
-    """Check ``changes`` name real ``Choices`` fields (a typo would silently change nothing)."""
-    names = {f.name for f in dataclasses.fields(Choices)}
+def policy_changes(**changes: Any) -> dict[str, Any]:
+    """Check ``changes`` name real ``Policy`` fields (a typo would silently change nothing)."""
+    names = {f.name for f in dataclasses.fields(Policy)}
     unknown = set(changes) - names
     if unknown:
-        raise TypeError(f"not a Choices field: {', '.join(sorted(unknown))}")
+        raise TypeError(f"not a Policy field: {', '.join(sorted(unknown))}")
     return changes

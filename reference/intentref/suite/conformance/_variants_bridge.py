@@ -1,6 +1,6 @@
 """Decision variants made inside the Bridge: capacity, reclamation, sessions, the legacy TTLs.
 
-Each variant switches fields of ``intentref.core.choices.Choices`` that the Bridge reads where the
+Each variant changes fields of the ``intentref.core.policy.Policy`` the Bridge is built with, read where the
 decision is applied, or rewrites calls at the boundary (see ``variants.Variant``).  Every
 alternative is one seed 000 also allows (``#配置与容量``, ``#工具与 session 方法``,
 ``#调用错误与任务状态``, ``#重复提交与冲突``); the comment on each says why.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from intentref.suite.conformance._variant import BridgeReply, State, Variant, replace_choices
+from intentref.suite.conformance._variant import BridgeReply, State, Variant, policy_changes
 
 # --------------------------------------------------------------------------- requests
 
@@ -86,7 +86,7 @@ INTEGRAL_FLOAT_OPTIONS = Variant(
     name="integral-float-options",
     decisions=("D-BRG-014",),
     summary="an integral float option (maxJobs: 3.0) is the integer 3, not CONFIG_INVALID",
-    choices=replace_choices(integral_float_options=True),
+    policy=policy_changes(integral_float_options=True),
 )
 
 # D-BRG-014 names the first faulty option.  The seeds fix no issue list for a config error.
@@ -94,7 +94,7 @@ CONFIG_FAULTS_ALL_LISTED = Variant(
     name="config-faults-all-listed",
     decisions=("D-BRG-014",),
     summary="CONFIG_INVALID lists every faulty capacity or TTL option, one issue each",
-    choices=replace_choices(config_faults_all_listed=True),
+    policy=policy_changes(config_faults_all_listed=True),
 )
 
 # D-LIM-001: 1,024 jobs, 4,096 records, 64 MiB.  The seed names the options but no defaults
@@ -103,7 +103,7 @@ SMALLER_CAPACITY_DEFAULTS = Variant(
     name="smaller-capacity-defaults",
     decisions=("D-LIM-001",),
     summary="capacity defaults maxJobs 64, maxReplayEntries 256, maxReplayBytes 8 MiB",
-    choices=replace_choices(
+    policy=policy_changes(
         default_max_jobs=64, default_max_replay_entries=256, default_max_replay_bytes=8 * 1024 * 1024
     ),
 )
@@ -121,7 +121,7 @@ CLOSED_SESSIONS_KEEP_RECORDS = Variant(
     decisions=("D-BRG-004", "D-BRG-005"),
     summary="close ends active jobs as cancelled and keeps every record until reclaimed; "
     "the closed session still answers for them",
-    choices=replace_choices(closed_sessions_keep_records=True),
+    policy=policy_changes(closed_sessions_keep_records=True),
 )
 
 
@@ -132,7 +132,7 @@ CLOSED_CALLS_UNCHECKED = Variant(
     name="closed-calls-unchecked",
     decisions=("D-BRG-004",),
     summary="accept and cancel on a closed session answer BRIDGE_JOB_NOT_FOUND before checking parameters",
-    choices=replace_choices(closed_calls_unchecked=True),
+    policy=policy_changes(closed_calls_unchecked=True),
 )
 
 
@@ -147,7 +147,7 @@ REJECTIONS_REPLAYED = Variant(
     name="rejections-replayed",
     decisions=("D-BRG-009",),
     summary="a refused submission's reply is kept: the same token and text replay it, even after the step was used",
-    choices=replace_choices(rejections_replayed=True),
+    policy=policy_changes(rejections_replayed=True),
 )
 
 # D-BRG-010 checks the exact size on a trial copy.  The seed only says a candidate over the
@@ -157,7 +157,7 @@ STEP_BUDGET_ESTIMATED = Variant(
     decisions=("D-BRG-010",),
     summary="a step is refused unless an upper estimate of its record fits "
     "(old record kept whole + candidate + new task twice)",
-    choices=replace_choices(step_budget_estimated=True),
+    policy=policy_changes(step_budget_estimated=True),
 )
 
 
@@ -170,7 +170,7 @@ RECORD_OVERHEAD_COUNTED = Variant(
     name="record-overhead-counted",
     decisions=("D-BRG-011",),
     summary="maxReplayBytes also counts 512 bytes of bookkeeping per record",
-    choices=replace_choices(record_overhead_bytes=512),
+    policy=policy_changes(record_overhead_bytes=512),
 )
 
 # D-BRG-012 judges the request before capacity.  The seed fixes no order between the two.
@@ -178,7 +178,7 @@ CAPACITY_BEFORE_REQUEST = Variant(
     name="capacity-before-request",
     decisions=("D-BRG-012",),
     summary="maxJobs and maxReplayEntries are checked before the prepare request is judged",
-    choices=replace_choices(capacity_before_request=True),
+    policy=policy_changes(capacity_before_request=True),
 )
 
 
@@ -209,7 +209,7 @@ RECLAIM_OLDEST_CREATED = Variant(
     name="reclaim-oldest-created",
     decisions=("D-BRG-013",),
     summary="terminal records are reclaimed oldest-created first",
-    choices=replace_choices(reclaim_oldest_created=True),
+    policy=policy_changes(reclaim_oldest_created=True),
 )
 
 
@@ -222,7 +222,7 @@ JOB_TTL_PER_TASK = Variant(
     name="job-ttl-per-task",
     decisions=("D-BRG-016",),
     summary="jobTtlMs is an idle timeout: every new task renews the deadline and its expiresAt",
-    choices=replace_choices(job_ttl_per_task=True),
+    policy=policy_changes(job_ttl_per_task=True),
 )
 
 JOB_TTL_DROPS_RECORD = Variant(
@@ -230,7 +230,7 @@ JOB_TTL_DROPS_RECORD = Variant(
     decisions=("D-BRG-016",),
     summary="jobTtlMs bounds the whole record: at the deadline it is dropped, active or finished, "
     "and answers BRIDGE_JOB_NOT_FOUND",
-    choices=replace_choices(job_ttl_drops_record=True),
+    policy=policy_changes(job_ttl_drops_record=True),
 )
 
 # The seeds name no code for a job dropped by the replay TTL: it is none of the cases seed 000
@@ -239,7 +239,7 @@ REPLAY_TTL_TOMBSTONE = Variant(
     name="replay-ttl-tombstone",
     decisions=("D-BRG-016",),
     summary="a job dropped by replayTtlMs answers its owner BRIDGE_JOB_EXPIRED, not BRIDGE_JOB_NOT_FOUND",
-    choices=replace_choices(replay_ttl_tombstones=True),
+    policy=policy_changes(replay_ttl_tombstones=True),
 )
 
 

@@ -1,6 +1,6 @@
 """Decision variants made inside the core: how candidates are judged, and the limits.
 
-Each variant switches fields of ``intentref.core.choices.Choices`` that the core reads where the
+Each variant changes fields of the ``intentref.core.policy.Policy`` the core is built with, read where the
 decision is applied (see ``variants.Variant``).  Every alternative here is one the seeds
 also allow: they are silent on it, or (as for evidence per leaf) read that way just as well.
 """
@@ -10,62 +10,62 @@ from __future__ import annotations
 from typing import Any
 
 from intentref.core import limits
-from intentref.suite.conformance._variant import Variant, replace_choices
+from intentref.suite.conformance._variant import Variant, policy_changes
 
 EVIDENCE_PER_LEAF = Variant(
     name="evidence-per-leaf",
     decisions=("D-DAT-001",),
     summary="each returned leaf needs an evidence entry at its own path (a parent's entry covers nothing below it)",
-    choices=replace_choices(evidence_covers_children=False),
+    policy=policy_changes(evidence_covers_children=False),
 )
 
 OPEN_CANDIDATES = Variant(
     name="open-candidates",
     decisions=("D-COR-002",),
     summary="a candidate member the contract does not name is ignored, not a violation",
-    choices=replace_choices(closed_candidates=False),
+    policy=policy_changes(closed_candidates=False),
 )
 
 DUPLICATE_KEYS_LAST_WINS = Variant(
     name="duplicate-keys-last-wins",
     decisions=("D-JSON-001",),
     summary="a repeated member name in a candidate: the last one wins, as JSON.parse reads it",
-    choices=replace_choices(duplicate_keys_refused=False),
+    policy=policy_changes(duplicate_keys_refused=False),
 )
 
 CANDIDATE_SURROGATES_REPLACED = Variant(
     name="candidate-surrogates-replaced",
     decisions=("D-JSON-002",),
     summary="a lone surrogate in a candidate is read as U+FFFD instead of refused",
-    choices=replace_choices(candidate_lone_surrogates_refused=False),
+    policy=policy_changes(candidate_lone_surrogates_refused=False),
 )
 
 UNSAFE_INTEGRAL_DOUBLES = Variant(
     name="unsafe-integral-doubles",
     decisions=("D-JSON-003",),
     summary="only integer literals must be safe; 1e20 or 1.7976931348623157e308 written as a double is that double",
-    choices=replace_choices(unsafe_integral_doubles_refused=False),
+    policy=policy_changes(unsafe_integral_doubles_refused=False),
 )
 
 NUMBER_RULES_IN_DATA = Variant(
     name="number-rules-in-data",
     decisions=("D-JSON-004",),
     summary="the number rules hold for values inside data only, and a fault is reported at the value's path",
-    choices=replace_choices(number_rules_on_every_literal=False),
+    policy=policy_changes(number_rules_on_every_literal=False),
 )
 
 PYTHON_REGEX = Variant(
     name="python-regex",
     decisions=("D-SCH-001",),
     summary="pattern and the regex format use Python's re instead of ECMA-262",
-    choices=replace_choices(ecma_regex=False),
+    policy=policy_changes(ecma_regex=False),
 )
 
 FORMATS_ANNOTATE = Variant(
     name="formats-annotate",
     decisions=("D-SCH-003",),
     summary="format only annotates; no value is refused for its format",
-    choices=replace_choices(formats_asserted=False),
+    policy=policy_changes(formats_asserted=False),
 )
 
 CANONICAL_DRAFT7_ID = Variant(
@@ -73,42 +73,42 @@ CANONICAL_DRAFT7_ID = Variant(
     decisions=("D-SCH-004",),
     # Seed 003 names the http and https identifiers; the spelling without "#" is the decision.
     summary="$schema accepts only http(s)://json-schema.org/draft-07/schema# (with the #), and only at the root",
-    choices=replace_choices(any_draft7_id_spelling=False),
+    policy=policy_changes(any_draft7_id_spelling=False),
 )
 
 ROOT_DESCRIPTION_CHECKS_ONLY = Variant(
     name="root-description-checks-only",
     decisions=("D-DAT-002",),
     summary="only a root description needs a descriptionCheck; checks of field descriptions are optional",
-    choices=replace_choices(field_descriptions_need_checks=False),
+    policy=policy_changes(field_descriptions_need_checks=False),
 )
 
 NO_IMPLIED_ISSUES = Variant(
     name="no-implied-issues",
     decisions=("D-DAT-003",),
     summary="violated / undetermined checks imply no issue; with none filed the error carries one generic issue",
-    choices=replace_choices(implied_verdict_issues=False),
+    policy=policy_changes(implied_verdict_issues=False),
 )
 
 VERDICT_ISSUE_AT_EVERY_CHECK = Variant(
     name="verdict-issue-at-every-check",
     decisions=("D-DAT-003",),
     summary="every violated / undetermined check adds its issue, even beside the candidate's own at that path",
-    choices=replace_choices(verdict_issue_at_every_check=True),
+    policy=policy_changes(verdict_issue_at_every_check=True),
 )
 
 REQUIRED_NOT_PROVIDED_IS_BUSINESS = Variant(
     name="required-not-provided-is-business",
     decisions=("D-DAT-004",),
     summary="a required field reported not_provided is DATA_EXTRACTION_FAILED (DATA_REQUIRED_MISSING), not a contract fault",
-    choices=replace_choices(required_not_provided_is_contract_fault=False),
+    policy=policy_changes(required_not_provided_is_contract_fault=False),
 )
 
 SCHEMA_VIOLATION_IS_BUSINESS = Variant(
     name="schema-violation-is-business",
     decisions=("D-DAT-005",),
     summary="data the selected schema refuses (a wrong type aside) is DATA_EXTRACTION_FAILED, DATA_CONSTRAINT_VIOLATED at its path",
-    choices=replace_choices(schema_violation_is_contract_fault=False),
+    policy=policy_changes(schema_violation_is_contract_fault=False),
 )
 
 # The numeric limits of D-LIM-002..004, scaled.  A case "exactly at the limit is accepted"
@@ -131,28 +131,28 @@ _LIMIT_FIELDS = {
 
 
 def _scaled(numerator: int, denominator: int) -> dict[str, Any]:
-    return replace_choices(**{name: value * numerator // denominator for name, value in _LIMIT_FIELDS.items()})
+    return policy_changes(**{name: value * numerator // denominator for name, value in _LIMIT_FIELDS.items()})
 
 
 SMALLER_LIMITS = Variant(
     name="smaller-limits",
     decisions=("D-LIM-002", "D-LIM-003", "D-LIM-004"),
     summary="every request, candidate and schema limit at half the reference's value",
-    choices=_scaled(1, 2),
+    policy=_scaled(1, 2),
 )
 
 LARGER_LIMITS = Variant(
     name="larger-limits",
     decisions=("D-LIM-002", "D-LIM-003", "D-LIM-004"),
     summary="every request, candidate and schema limit at twice the reference's value",
-    choices=_scaled(2, 1),
+    policy=_scaled(2, 1),
 )
 
 LONE_SURROGATE_ONE_BYTE = Variant(
     name="lone-surrogate-one-byte",
     decisions=("D-LIM-006",),
     summary='a lone surrogate counts 1 byte in a UTF-8 limit (a "?", as Python\'s encode(errors="replace") writes it)',
-    choices=replace_choices(lone_surrogate_utf8_bytes=1),
+    policy=policy_changes(lone_surrogate_utf8_bytes=1),
 )
 
 # The other direction: "one under the limit is accepted" breaks only when a lone surrogate
@@ -161,14 +161,14 @@ LONE_SURROGATE_AS_ESCAPE = Variant(
     name="lone-surrogate-as-escape",
     decisions=("D-LIM-006",),
     summary="a lone surrogate counts 6 bytes in a UTF-8 limit (its \\uXXXX escape, as JSON text carries it)",
-    choices=replace_choices(lone_surrogate_utf8_bytes=6),
+    policy=policy_changes(lone_surrogate_utf8_bytes=6),
 )
 
 ASCII_BLANKS = Variant(
     name="ascii-blanks",
     decisions=("D-TXT-001",),
     summary="in a core candidate only ASCII white space is blank (an ideographic space is text)",
-    choices=replace_choices(ecma_blank_texts=False),
+    policy=policy_changes(ecma_blank_texts=False),
 )
 
 VARIANTS: tuple[Variant, ...] = (

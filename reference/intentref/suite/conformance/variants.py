@@ -12,8 +12,8 @@ then require (D-CNF-040):
 
 A variant changes the reference in one of two ways:
 
-* *choices*: switches of ``intentref.core.choices.Choices`` that the core and the Bridge read at
-  the point where the decision is applied (judging candidates, limits, capacity);
+* *policy*: fields of the ``intentref.core.policy.Policy`` that the variant's Intents and Bridge
+  are built with, read where the decision is applied (judging candidates, limits, capacity);
 * *boundary hooks*: a variant may rewrite an instance configuration before it is built, a
   request before the reference sees it (or answer it itself), and every reply after.  That
   is how wording, payload layout, issue lists and error codes are changed: exactly the things
@@ -31,7 +31,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from intentref.core.choices import REFERENCE, Choices, chosen
+from intentref.core.policy import REFERENCE_POLICY, Policy
 from intentref.mcp.replies import is_bridge_reply
 from intentref.suite.conformance._variant import BridgeReply, State, Variant
 from intentref.suite.conformance.capabilities import REFERENCE_CAPABILITIES
@@ -48,10 +48,9 @@ class VariantSession(CallSession):
     on top of it exactly as it sits on the reference (``VariantTarget(envelope=True)``).
     """
 
-    def __init__(self, inner: Any, variants: tuple[Variant, ...], choices: Choices, shared: State) -> None:
+    def __init__(self, inner: Any, variants: tuple[Variant, ...], shared: State) -> None:
         self._inner = inner
         self._variants = variants
-        self._choices = choices
         # Each session's own memory; ``state["bridge"]`` is shared by every session of the run
         # (what a variant needs to tell another session's job from one never issued).
         self._state: State = {"bridge": shared, "session": object()}
@@ -60,15 +59,14 @@ class VariantSession(CallSession):
         original = request
         request = copy.deepcopy(request)  # the hooks may edit it; ``original`` goes to the after hooks
         answered: BridgeReply | None = None
-        with chosen(self._choices):
-            for variant in self._variants:
-                if variant.before is None:
-                    continue
-                request = variant.before(op, request, self._state)
-                if is_bridge_reply(request):
-                    answered = request
-                    break
-            reply = answered if answered is not None else getattr(self._inner, op)(request)
+        for variant in self._variants:
+            if variant.before is None:
+                continue
+            request = variant.before(op, request, self._state)
+            if is_bridge_reply(request):
+                answered = request
+                break
+        reply = answered if answered is not None else getattr(self._inner, op)(request)
         reply = json.loads(json.dumps(reply))  # a plain copy the hooks may edit
         for variant in self._variants:
             if variant.after is not None:
@@ -77,34 +75,29 @@ class VariantSession(CallSession):
 
 
     def close(self) -> None:
-        with chosen(self._choices):
-            self._inner.close()
+        self._inner.close()
 
 
 class VariantBridge:
     """The reference Bridge of a variant: ``connect()`` gives ``VariantSession``s."""
 
-    def __init__(self, bridge: Any, variants: tuple[Variant, ...], choices: Choices,
-                 options: Mapping[str, Any] | None = None) -> None:  # fmt: skip
+    def __init__(self, bridge: Any, variants: tuple[Variant, ...], options: Mapping[str, Any] | None = None) -> None:
         self._bridge = bridge
         self._variants = variants
-        self._choices = choices
         self._shared: State = {"options": dict(options or {})}  # the Bridge options of the run
 
     def connect(self) -> VariantSession:
-        with chosen(self._choices):
-            return VariantSession(self._bridge.connect(), self._variants, self._choices, self._shared)
+        return VariantSession(self._bridge.connect(), self._variants, self._shared)
 
     def close(self) -> None:
-        with chosen(self._choices):
-            self._bridge.close()
+        self._bridge.close()
 
 
 class VariantTarget(Target):
     """The in-process reference Bridge with the decisions of ``variants`` taken their way."""
 
     # Cases with runs of their own (capacity, the legacy TTLs' sleeps) may run side by side,
-    # each on a Bridge of its own (D-CNF-011); the choices are per thread (a ContextVar).
+    # each on a Bridge of its own (D-CNF-011), built with the variant's policy.
     parallel_runs = 8
 
     def __init__(self, variants: Iterable[Variant], name: str | None = None, *, envelope: bool = False) -> None:
@@ -115,8 +108,8 @@ class VariantTarget(Target):
         self.transport = "mcp" if envelope else "in-process"
         changed: dict[str, Any] = {}
         for variant in self.variants:
-            changed.update(variant.choices)
-        self.choices = REFERENCE.but(**changed)
+            changed.update(variant.policy)
+        self.policy: Policy = REFERENCE_POLICY.but(**changed)
         self.name = (name or "variant:" + "+".join(v.name for v in self.variants)) + (" (MCP model)" if envelope else "")
         self.lacks: dict[str, str] = {}
         for variant in self.variants:
@@ -128,32 +121,37 @@ class VariantTarget(Target):
         return None
 
     def bridge_over(self, bridge: Any, bridge_options: Mapping[str, Any] | None = None) -> VariantBridge:
-        """This variant's Bridge around ``bridge``, a reference Bridge built elsewhere."""
-        return VariantBridge(bridge, self.variants, self.choices, bridge_options)
+        """This variant's Bridge around ``bridge``, a reference Bridge built elsewhere.
+
+        Only for a variant that works at the boundary alone: a policy is given to a Bridge
+        and its Intents as they are built, which ``bridge`` already was.
+        """
+        if self.policy != REFERENCE_POLICY:
+            raise ValueError(f"{self.name} changes the policy: build its Bridge with open(), not around another")
+        return VariantBridge(bridge, self.variants, bridge_options)
 
     def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run:
         from intentref.bridge import create_intent_bridge
         from intentref.core.errors import IntentParseError
         from intentref.intent import Intent
 
-        with chosen(self.choices):
-            try:
-                built = {}
-                for name, config in instances.items():
-                    config = copy.deepcopy(config)
-                    if isinstance(config, dict):  # anything else is the reference's to refuse
-                        for variant in self.variants:
-                            if variant.config is not None:
-                                config = variant.config(name, config)
-                    built[name] = Intent(config)
-                bridge = create_intent_bridge({"instances": built, **bridge_options})
-            except IntentParseError as exc:
-                reply: BridgeReply = {"kind": "error", "error": exc.to_json()}
-                for variant in self.variants:
-                    if variant.after is not None:
-                        reply = variant.after("config", None, reply, {})
-                raise ConfigRejected(reply["error"]) from None
-        variant_bridge = self.bridge_over(bridge, bridge_options)
+        try:
+            built = {}
+            for name, config in instances.items():
+                config = copy.deepcopy(config)
+                if isinstance(config, dict):  # anything else is the reference's to refuse
+                    for variant in self.variants:
+                        if variant.config is not None:
+                            config = variant.config(name, config)
+                built[name] = Intent(config, policy=self.policy)
+            bridge = create_intent_bridge({"instances": built, **bridge_options}, policy=self.policy)
+        except IntentParseError as exc:
+            reply: BridgeReply = {"kind": "error", "error": exc.to_json()}
+            for variant in self.variants:
+                if variant.after is not None:
+                    reply = variant.after("config", None, reply, {})
+            raise ConfigRejected(reply["error"]) from None
+        variant_bridge = VariantBridge(bridge, self.variants, bridge_options)
         if self.envelope:
             from intentref.suite.conformance.faulty import McpModelRun
 

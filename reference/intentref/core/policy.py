@@ -1,37 +1,33 @@
-"""The reference decisions that can be switched, so the suite can prove which cases rest on them.
+"""The reference's decisions where the seeds are silent, as one value passed to what applies them.
 
-Where the seeds are silent the reference decided (``spec/decisions*.md``).  A conformance
-case that rests on a decision is marked ``reference``; one marked ``normative`` must pass on
-*every* implementation that follows the seeds.  To prove those levels, the suite runs the
-reference with alternative decisions ("decision variants", ``intentref.suite.conformance.variants``):
-every normative case must still pass, every reference case must fail under a variant of a
-decision it cites.
+Where the seeds are silent the reference decided (``spec/decisions*.md``).  A ``Policy``
+holds the decisions the core and the Bridge apply while they run: the numeric limits as
+plain values (D-LIM-*), and every other decision a conformance variant takes another way.
+An ``Intent``, a ``Job``, a schema ``Definition`` and a Bridge are each *given* their
+policy when they are built (``REFERENCE_POLICY`` unless the caller says otherwise) and
+keep it; nothing here is ambient, so what a call does depends only on the objects it is
+made on (``tests/spec/test_no_ambient_policy.py`` keeps it so).
 
-What may live here: one frozen ``Choices`` record whose defaults are the reference's own
-decisions, and the context variable that holds the active one.  Each field names the
-decision it switches.  The core reads ``current()`` at the point where the decision is
-applied; nothing else changes behaviour.  Outside a variant run the defaults are always in
-force, so no production caller ever sees anything but the reference decisions.
+The suite proves which conformance cases rest on a decision by building the reference
+with another policy (``intentref.suite.conformance.variants``): every normative case must
+still pass, every reference case must fail under a variant of a decision it cites.
 
-A context variable (not a global) because the in-process suite may run variants on several
-threads, and an asyncio server never sets one at all.
+What may live here: the frozen ``Policy`` record, whose defaults are the reference's own
+decisions, each field naming the decision it holds; and ``REFERENCE_POLICY``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-from collections.abc import Iterator
-from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from intentref.core import limits
 
 
 @dataclass(frozen=True)
-class Choices:
-    """The switchable reference decisions; every default is what the reference decided."""
+class Policy:
+    """The decisions one implementation applies; every default is what the reference decided."""
 
     # D-DAT-001: evidence at a parent path covers every leaf below it.  False: each returned
     # leaf needs an evidence entry at its own path.
@@ -67,7 +63,6 @@ class Choices:
     max_top_level_fields: int = limits.MAX_TOP_LEVEL_FIELDS
     max_pattern_length: int = limits.MAX_PATTERN_LENGTH
     max_enum_values: int = limits.MAX_ENUM_VALUES
-    max_repair_attempts: int = limits.MAX_REPAIR_ATTEMPTS
 
     # D-JSON-002: a lone surrogate in a candidate makes it invalid.  False: each one is read
     # as U+FFFD, as a JavaScript host's TextDecoder would hand the text over.
@@ -139,26 +134,9 @@ class Choices:
     # True: the session that owned it is told BRIDGE_JOB_EXPIRED (a tombstone is kept).
     replay_ttl_tombstones: bool = False
 
-    def but(self, **changes: Any) -> Choices:
-        """These choices with some fields changed (unknown names raise TypeError)."""
+    def but(self, **changes: Any) -> Policy:
+        """This policy with some fields changed (unknown names raise TypeError)."""
         return dataclasses.replace(self, **changes)
 
 
-REFERENCE = Choices()
-
-_ACTIVE: ContextVar[Choices] = ContextVar("intentref_choices", default=REFERENCE)
-
-
-def current() -> Choices:
-    """The choices in force here: the reference's own unless a variant run set others."""
-    return _ACTIVE.get()
-
-
-@contextlib.contextmanager
-def chosen(choices: Choices) -> Iterator[Choices]:
-    """Apply ``choices`` for the calls made inside the block (this thread / task only)."""
-    token = _ACTIVE.set(choices)
-    try:
-        yield choices
-    finally:
-        _ACTIVE.reset(token)
+REFERENCE_POLICY: Final = Policy()
