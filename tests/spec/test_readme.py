@@ -34,3 +34,23 @@ def test_every_command_the_readme_shows_exists():
     subcommands = set(build_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
     used = {name for block in _blocks("bash") for name in re.findall(r"intentref (\w+)", block)}
     assert used <= subcommands, used - subcommands
+
+
+def test_the_readme_follows_a_users_day():
+    # The two commands, the suite against your implementation, the MCP server, the in-process
+    # API, properties / fuzz / check, development; the long tables live on linked spec/ pages.
+    order = ["<!-- test-command -->", "## Run the suite against your implementation", "## MCP server",
+             "## The in-process API", "## Properties, fuzz cases and offline checks", "## Development"]  # fmt: skip
+    at = [README.index(f"\n{heading}\n") if heading.startswith("#") else README.index(heading) for heading in order]
+    assert at == sorted(at), [order[i] for i in range(len(at)) if at[i] != sorted(at)[i]]
+
+
+def test_the_readme_and_the_spec_pages_link_to_files_that_exist():
+    pages = [ROOT / "README.md", *sorted((ROOT / "spec").glob("*.md"))]
+    broken = []
+    for page in pages:
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text("utf-8")):
+            path = target.split("#")[0]
+            if not re.match(r"[a-z]+:", target) and path and not (page.parent / path).exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+    assert broken == []

@@ -3,6 +3,10 @@
 A requirement counts as checked when a test, a conformance fixture or a property cites its
 ID.  The only other way out is an explicit ``Check: not observable — <reason>`` line in its
 own entry, for statements about what hosts should do that no runtime can observe.
+
+Only ``spec/requirements.md`` and ``spec/decisions*.md`` define IDs.  The other pages under
+spec/ (the tables the README links to, the equivalent mutants) and the README only cite
+them: their citations must resolve, but they check no requirement.
 """
 
 from __future__ import annotations
@@ -18,14 +22,18 @@ HEADING = re.compile(r"^#### ([RD]-[A-Z]{3,4}-\d{3}) — .+$", re.MULTILINE)
 NOT_OBSERVABLE = "Check: not observable — "
 
 
+def _defines(path: pathlib.Path) -> bool:
+    return path.name == "requirements.md" or path.name.startswith("decisions")
+
+
 def _spec_entries() -> dict[str, str]:
-    """ID -> the text of its entry, from every Markdown file under spec/."""
+    """ID -> the text of its entry, from the requirement and decision files under spec/."""
     entries: dict[str, str] = {}
     for path in sorted((ROOT / "spec").glob("*.md")):
+        if not _defines(path):
+            continue  # a page of notes or tables (equivalent mutants, levels, limits) defines nothing
         text = path.read_text("utf-8")
         matches = list(HEADING.finditer(text))
-        if not matches:
-            continue  # a file of notes (equivalent mutants, say) defines no requirement
         for match, following in zip(matches, [*matches[1:], None], strict=True):
             end = following.start() if following else len(text)
             ident = match.group(1)
@@ -43,6 +51,11 @@ def _citing_files() -> list[pathlib.Path]:
     return files
 
 
+def _documentation_pages() -> list[pathlib.Path]:
+    """The README and the pages under spec/ that define nothing: they cite IDs, they check nothing."""
+    return [ROOT / "README.md", *(p for p in sorted((ROOT / "spec").glob("*.md")) if not _defines(p))]
+
+
 def _cited(paths: list[pathlib.Path]) -> dict[str, set[str]]:
     cited: dict[str, set[str]] = {}
     for path in paths:
@@ -51,6 +64,12 @@ def _cited(paths: list[pathlib.Path]) -> dict[str, set[str]]:
         for ident in ID.findall(path.read_text("utf-8", errors="replace")):
             cited.setdefault(ident, set()).add(str(path.relative_to(ROOT)))
     return cited
+
+
+def test_only_the_requirement_and_decision_files_define_ids():
+    # A heading like an entry's in a page of tables would be read as nothing: say so instead.
+    for path in _documentation_pages():
+        assert not HEADING.search(path.read_text("utf-8")), f"{path.name} defines an ID; move it to decisions*.md"
 
 
 def test_requirement_ids_are_well_formed_and_unique():
@@ -81,6 +100,6 @@ def test_not_observable_requirements_give_a_reason():
 
 def test_every_citation_names_an_existing_requirement_or_decision():
     entries = _spec_entries()
-    sources = _citing_files() + [p for p in (ROOT / "reference").rglob("*.py")]
+    sources = _citing_files() + [p for p in (ROOT / "reference").rglob("*.py")] + _documentation_pages()
     dangling = {ident: files for ident, files in _cited(sources).items() if ident not in entries}
     assert dangling == {}, f"citations of unknown IDs: {json.dumps({k: sorted(v) for k, v in dangling.items()})}"
