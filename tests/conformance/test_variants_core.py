@@ -20,6 +20,7 @@ from intentref.core.limits import utf8_length
 from intentref.core.policy import REFERENCE_POLICY
 from intentref.devtools.examples import ORDER_CORE, ORDER_DATA, ORDER_INPUT, ORDER_SCHEMA
 from intentref.suite.conformance import variants
+from intentref.suite.conformance._variant_policy import VariantPolicy
 from intentref.suite.conformance._variants_core import VARIANTS
 from intentref.suite.conformance.targets import ConfigRejected
 
@@ -77,11 +78,13 @@ def test_every_core_variant_names_real_decisions_and_changes_the_policy() -> Non
         assert variant.decisions and all(d.startswith("D-") for d in variant.decisions)
         assert variant.policy, variant.name
         target = variants.target(variant.name)
-        assert target.policy != REFERENCE_POLICY  # each one changes something
+        assert target.policy != VariantPolicy()  # each one changes something
 
 
 def test_defaults_are_the_reference_decisions() -> None:
-    assert REFERENCE.policy == REFERENCE_POLICY
+    assert REFERENCE.policy == VariantPolicy()
+    # Every field a variant may change defaults to the reference's value.
+    assert all(getattr(VariantPolicy(), f) == getattr(REFERENCE_POLICY, f) for f in vars(REFERENCE_POLICY))
     assert data_reply(None, ORDER_DATA)["kind"] == "result"
 
 
@@ -148,7 +151,7 @@ def test_candidate_surrogates_replaced() -> None:
     assert code(run(None, _instance(), {"input": ORDER_INPUT, "fields": []}, text)) == "MODEL_OUTPUT_INVALID"
     reply = run("candidate-surrogates-replaced", _instance(), {"input": ORDER_INPUT, "fields": []}, text)
     assert reply["kind"] == "result" and reply["result"]["requirements"] == ["\ufffd尽快"]
-    assert parse_candidate('["\ud800x"]', variants.target("candidate-surrogates-replaced").policy) == ["\ufffdx"]  # a raw lone surrogate too
+    assert variants.target("candidate-surrogates-replaced").policy.read_candidate('["\ud800x"]') == ["\ufffdx"]  # a raw lone surrogate too
 
 
 ANY_SCHEMA = {"type": "object", "properties": {"n": {}}}
@@ -179,7 +182,7 @@ def test_number_rules_in_data() -> None:
     assert [i["path"] for i in reference["error"]["issues"]] == [""]  # D-JSON-004: the whole text
     assert [i["path"] for i in variant["error"]["issues"]] == ["/data/n"]
     # Outside data the number rules do not apply: the candidate is judged by its contract alone.
-    assert parse_candidate('{"x": 1e400}', variants.target("number-rules-in-data").policy) == {"x": float("inf")}
+    assert variants.target("number-rules-in-data").policy.read_candidate('{"x": 1e400}') == {"x": float("inf")}
     with pytest.raises(CandidateTextError):
         parse_candidate('{"x": 1e400}')
 
@@ -355,3 +358,17 @@ def test_ascii_blanks_take_an_ideographic_space_as_text() -> None:
     # An ASCII-blank text stays blank under the variant too.
     blank = json.dumps({**ORDER_CORE, "normalizedInput": " \t"}, ensure_ascii=False)
     assert code(run("ascii-blanks", _instance(), {"input": ORDER_INPUT, "fields": []}, blank)) == "MODEL_OUTPUT_INVALID"
+
+
+def test_a_variant_policy_left_at_its_defaults_is_the_reference() -> None:
+    # Every VariantPolicy method falls back to the reference's rule at its defaults: the whole
+    # suite gives the same verdict, case by case, on the reference and on VariantTarget([]).
+    from intentref.suite.conformance.fixtures import load_cases
+    from intentref.suite.conformance.runner import execute
+    from intentref.suite.conformance.targets import InProcessTarget
+
+    cases = load_cases()
+    reference = {o.case_id: (o.outcome, o.mismatches) for o in execute(cases, InProcessTarget())}
+    defaults = {o.case_id: (o.outcome, o.mismatches) for o in execute(cases, variants.VariantTarget([], name="defaults"))}
+    assert len(reference) == len(cases) > 1000
+    assert defaults == reference

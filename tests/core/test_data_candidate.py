@@ -11,6 +11,7 @@ import pytest
 from intentref import Intent, IntentDataError, IntentParseError
 from intentref.core.data_candidate import DATA_RULES, DataContext, judge
 from intentref.core.errors import BUSINESS_ISSUE_CODES, DEFINITION_ISSUE_CODES
+from intentref.core.policy import REFERENCE_POLICY
 from tests.conftest import ORDER_CORE, ORDER_DATA, ORDER_SCHEMA, dumps, scripted
 
 ORDER_INPUT = "查询订单 000123"
@@ -162,9 +163,9 @@ BROKEN = [
     ("check quote not in source", "timed", _with("timed", (*C0, "sources"), [_source("08:00")]), "/descriptionChecks/0/sources/0/quote",
      "description_checks_are_well_formed"),
     ("described field unchecked", "order", _with("order", ("descriptionChecks",), []), "/descriptionChecks",
-     "applicable_descriptions_are_checked"),
+     "described_fields_are_checked"),
     ("root description unchecked", "timed", _with("timed", ("descriptionChecks",), []), "/descriptionChecks",
-     "applicable_descriptions_are_checked"),
+     "root_description_is_checked"),
     ("no field result", "order", _with("order", ("fieldResults",), []), "/fieldResults", "field_results_cover_each_selected_field"),
     ("duplicate field result", "order", _order(fieldResults=[_extracted("/data/orderId")] * 2), "/fieldResults/1/path",
      "field_results_cover_each_selected_field"),
@@ -180,7 +181,7 @@ BROKEN = [
      "field_status_matches_data"),
     ("required field not_provided", "order", _order(data={}, evidence=[], descriptionChecks=[],
      fieldResults=[{"path": "/data/orderId", "status": "not_provided", "explanation": "未提供。"}]), "/fieldResults/0/status",
-     "field_status_matches_data"),
+     "required_fields_are_not_omitted"),
     ("issue status without issue", "order", _with("order", ("issues",), []) | {"data": {}, "evidence": [], "descriptionChecks": [],
      "fieldResults": MISSING_ORDER["fieldResults"]}, "/fieldResults/0/status", "issue_status_has_a_matching_issue"),
     ("issue status, issue elsewhere", "timed", _with("timed", ("data",), {}) | {"evidence": [], "fieldResults": [
@@ -229,7 +230,7 @@ def _fail(setup, candidate, attempts=0):
 def test_each_setup_candidate_is_valid(setup):
     # spec: R-DAT-003
     schema, request, candidate = SETUPS[setup]
-    assert judge(candidate, _context(setup)).violations == []
+    assert judge(candidate, _context(setup), REFERENCE_POLICY).violations == []
     executor = scripted([dumps(ORDER_CORE), dumps(candidate)])
     result = Intent({"language": "zh-CN", "schema": schema}).parse(request, executor)
     assert result["data"] == candidate["data"]
@@ -336,7 +337,7 @@ def test_a_verdict_adds_no_issue_where_the_candidate_filed_one():
 
 
 def test_a_satisfied_check_is_no_fault():
-    assert judge(ORDER_DATA, _context("order")).issues == []
+    assert judge(ORDER_DATA, _context("order"), REFERENCE_POLICY).issues == []
 
 
 def _issue_candidate(code, category, path="/data/orderId"):

@@ -16,6 +16,7 @@ import pytest
 from intentref import Intent
 from intentref.bridge import create_intent_bridge
 from intentref.core.job import Job
+from intentref.core.policy import REFERENCE_POLICY
 from intentref.core.request import ParseRequest
 from intentref.core.schema_subset import Definition
 from intentref.suite.check import judge, rebuild
@@ -80,6 +81,6 @@ def test_a_repair_step_with_no_repair_left_fails(name, bad):
 def test_at_step_defaults_to_no_repairs_spent():
     # A job stood at a core step without saying otherwise has spent none of its repairs.
     request = ParseRequest(ORDER_INPUT, (), None)
-    job = Job.at_step(Definition.from_schema(ORDER_SCHEMA), "zh-CN", 1, request)
+    job = Job.at_step(Definition.from_schema(ORDER_SCHEMA, REFERENCE_POLICY), "zh-CN", 1, request)
     outcome = job.submit("{}")
     assert outcome.task is not None and json.loads(outcome.task.payload)["repair"]["attempt"] == 1

@@ -29,6 +29,7 @@ from intentref.core.errors import IntentParseError as ErrorClass
 from intentref.core.job import DATA_CONTRACT_MESSAGE
 from intentref.core.jsontext import CandidateTextError, json_type_name, parse_candidate
 from intentref.core.limits import MAX_CANDIDATE_DEPTH
+from intentref.core.policy import REFERENCE_POLICY
 from intentref.core.request import read_request
 from intentref.core.schema_subset import (
     MAX_PATTERN_LENGTH,
@@ -175,7 +176,7 @@ def test_every_bad_question_of_every_intent_is_reported():
 
 
 def _data_context() -> DataContext:
-    definition = Definition.from_schema(SCHEMA)
+    definition = Definition.from_schema(SCHEMA, REFERENCE_POLICY)
     return DataContext(definition, ("orderId",), {"input": "查询订单 000123", "context:0": "上一条"})
 
 
@@ -191,7 +192,7 @@ def test_every_bad_source_is_reported():
         "fieldResults": [{"path": "/data/orderId", "status": "extracted", "explanation": "输入给出编号。"}],
         "issues": [],
     }
-    found = [v for v in judge(candidate, _data_context()).violations if v[0].startswith("/evidence/0/sources/")]
+    found = [v for v in judge(candidate, _data_context(), REFERENCE_POLICY).violations if v[0].startswith("/evidence/0/sources/")]
     assert found == [
         ("/evidence/0/sources/0/sourceId", "sourceId must be a non-empty string."),
         ("/evidence/0/sources/1/sourceId", "unknown sourceId 'nowhere'; use input or a context:N id from the payload."),
@@ -367,7 +368,7 @@ def test_pointer_split_unescapes_in_the_rfc_order(pointer, tokens):
 
 
 def _schema_error(schema: Any) -> tuple[str, str, str]:
-    error = raised_error(lambda: Definition.from_schema(schema))
+    error = raised_error(lambda: Definition.from_schema(schema, REFERENCE_POLICY))
     [issue] = error["issues"]
     assert error["message"] == f"schema {issue['path'] or '/'}: {issue['message']}"
     return error["code"], issue["path"], issue["message"]
@@ -392,7 +393,7 @@ def test_schema_faults_are_reported_at_their_pointer():
     cyclic: dict[str, Any] = {"type": "object", "properties": {}}
     cyclic["properties"]["a"] = cyclic
     assert _schema_error(cyclic) == (unsupported, "/properties/a", "the definition contains a cycle.")
-    Definition.from_schema(_with_property({"const": MAX_SAFE_INTEGER}))  # the largest safe integer is fine
+    Definition.from_schema(_with_property({"const": MAX_SAFE_INTEGER}), REFERENCE_POLICY)  # the largest safe integer is fine
 
 
 @pytest.mark.parametrize("finished_first", [True, False])
@@ -414,7 +415,7 @@ def _nested_lists(levels: int) -> Any:
 def test_schema_json_depth_boundary():
     # spec: D-SCH-004 -- MAX_SCHEMA_JSON_DEPTH JSON levels in all; the fault is at the first level too deep.
     deepest_allowed = MAX_SCHEMA_JSON_DEPTH - 2  # root, properties, a and const's own level come first
-    Definition.from_schema(_with_property({"const": _nested_lists(deepest_allowed)}))
+    Definition.from_schema(_with_property({"const": _nested_lists(deepest_allowed)}), REFERENCE_POLICY)
     _code, path, message = _schema_error(_with_property({"const": _nested_lists(deepest_allowed + 1)}))
     assert message == f"the definition nests deeper than {MAX_SCHEMA_JSON_DEPTH} JSON levels."
     assert path.startswith("/properties/a/const/0/0/")
@@ -428,7 +429,7 @@ def test_schema_byte_limit_is_inclusive():
         schema["properties"]["a"]["description"] = "x" * (total - base)
         return schema
 
-    Definition.from_schema(sized(MAX_SCHEMA_BYTES))
+    Definition.from_schema(sized(MAX_SCHEMA_BYTES), REFERENCE_POLICY)
     _code, path, message = _schema_error(sized(MAX_SCHEMA_BYTES + 1))
     assert (path, message) == ("", f"the definition is larger than {MAX_SCHEMA_BYTES} bytes.")
 
@@ -450,7 +451,7 @@ def test_schema_byte_limit_is_inclusive():
 )  # fmt: skip
 def test_a_false_subschema_is_blamed_on_its_own_path(subschema, value, errors):
     # spec: R-DAT-017 D-SCH-006 -- a data error points at the value that broke the rule.
-    definition = Definition.from_schema(_with_property(subschema))
+    definition = Definition.from_schema(_with_property(subschema), REFERENCE_POLICY)
     assert [(e.path, e.message) for e in definition.validate(("a",), {"a": value})] == errors
 
 

@@ -18,6 +18,7 @@ from wire_checks import error_faults, raised_error
 from intentref import Intent, IntentParseError
 from intentref.bridge import create_intent_bridge
 from intentref.core.jsontext import CandidateTextError, parse_candidate
+from intentref.core.policy import REFERENCE_POLICY
 from intentref.core.schema_subset import Definition
 
 SCHEMA = {"type": "object", "properties": {"orderId": {"type": "string"}}}
@@ -40,7 +41,7 @@ def test_patterns_use_the_ecma_u_flag(value, ok):
     # spec: D-SCH-001 -- ECMA-262 with the u flag: \p{L} is the letter class, not "p{L}".
     definition = Definition.from_schema(
         {"type": "object", "properties": {"word": {"type": "string", "pattern": "^\\p{L}+$"}}}
-    )
+    , REFERENCE_POLICY)
     errors = definition.validate(("word",), {"word": value})
     assert (errors == []) is ok, errors
     if not ok:
@@ -50,7 +51,7 @@ def test_patterns_use_the_ecma_u_flag(value, ok):
 def test_a_pattern_seen_for_the_first_time_is_compiled_and_applied():
     # spec: D-SCH-001 -- a pattern never used before in this process is still applied.
     unique = f"^x{time.monotonic_ns()}$"
-    definition = Definition.from_schema({"type": "object", "properties": {"v": {"type": "string", "pattern": unique}}})
+    definition = Definition.from_schema({"type": "object", "properties": {"v": {"type": "string", "pattern": unique}}}, REFERENCE_POLICY)
     assert definition.validate(("v",), {"v": unique[1:-1]}) == []
     assert [e.path for e in definition.validate(("v",), {"v": "y"})] == ["/data/v"]
 

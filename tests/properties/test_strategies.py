@@ -60,9 +60,10 @@ def test_cancel_details_have_the_bytes_asked_for(total: int, data: st.DataObject
 @SETTINGS
 @given(ist.schemas())
 def test_generated_schemas_are_in_the_supported_subset(schema: dict[str, Any]) -> None:
+    from intentref.core.policy import REFERENCE_POLICY
     from intentref.core.schema_subset import Definition
 
-    definition = Definition.from_schema(schema)  # raises outside the subset
+    definition = Definition.from_schema(schema, REFERENCE_POLICY)  # raises outside the subset
     assert definition.fields == tuple(schema["properties"])
 
 

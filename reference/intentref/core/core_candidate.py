@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 from intentref.core import jsonpointer
-from intentref.core.policy import REFERENCE_POLICY, Policy
 from intentref.core.text import has_text
 
 ACTIONS: Final = ("query", "analyze", "generate", "modify", "delete", "execute", "other")  # spec: R-RES-008
@@ -94,13 +93,6 @@ def exact_members(node: dict[str, Any], members: tuple[str, ...], path: str) -> 
 
 # The start of the message of a member the contract does not name (D-COR-002).
 UNEXPECTED_MEMBER: Final = "unexpected member"
-
-
-def without_unexpected_members(violations: list[Violation], keep_root: bool = False) -> list[Violation]:
-    """A variant of D-COR-002 (open candidates): unknown members are ignored, not violations
-    (``keep_root``: except members of the root object)."""
-    return [v for v in violations
-            if not v[1].startswith(UNEXPECTED_MEMBER + " ") or (keep_root and v[0].count("/") == 1)]  # fmt: skip
 
 
 def _texts(value: Any, path: str, what: str) -> Iterator[Violation]:
@@ -271,25 +263,10 @@ CORE_RULES: Final[dict[str, Rule]] = {
 }
 
 
-def core_violations(candidate: Any, policy: Policy = REFERENCE_POLICY) -> list[Violation]:
+def core_violations(candidate: Any) -> list[Violation]:
     if not isinstance(candidate, dict):
         return [("", "the core candidate must be a JSON object.")]
-    found = sorted({v for rule in CORE_RULES.values() for v in rule(candidate)})
-    if not policy.closed_candidates:
-        found = without_unexpected_members(found)
-    if not policy.ecma_blank_texts:
-        found = [v for v in found if not _ascii_text_at(candidate, v[0])]
-    return found
-
-
-_ASCII_WHITESPACE: Final = " \t\n\v\f\r"
-
-
-def _ascii_text_at(candidate: Any, path: str) -> bool:
-    """A variant of D-TXT-001: the value at ``path`` is blank to ECMA-262 but not to ASCII."""
-    tokens = jsonpointer.split(path)
-    value = candidate if tokens is None else jsonpointer.resolve(candidate, tokens)
-    return isinstance(value, str) and not has_text(value) and bool(value.strip(_ASCII_WHITESPACE))
+    return sorted({v for rule in CORE_RULES.values() for v in rule(candidate)})
 
 
 # --- assembly (seed 001) --------------------------------------------------------------------

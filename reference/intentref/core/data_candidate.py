@@ -9,15 +9,14 @@ business fault (DATA_EXTRACTION_FAILED, never repaired) is decided in ``judge``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from intentref.core import jsonpointer
-from intentref.core.core_candidate import exact_members, without_unexpected_members
+from intentref.core.core_candidate import exact_members
 from intentref.core.errors import BUSINESS_ISSUE_CODES, DEFINITION_ISSUE_CODES, RESERVED_ISSUE_CODES, Issue
-from intentref.core.policy import REFERENCE_POLICY, Policy
-from intentref.core.schema_subset import Definition
+from intentref.core.schema_subset import DataError, Definition
 from intentref.core.text import has_text
 
 ROOT_MEMBERS: Final = ("data", "evidence", "descriptionChecks", "fieldResults", "issues")
@@ -44,8 +43,6 @@ class DataContext:
     definition: Definition
     selected: tuple[str, ...]
     sources: dict[str, str]  # sourceId -> text
-    # The policy of the job whose candidate this is.
-    policy: Policy = REFERENCE_POLICY
 
     def field_path(self, name: str) -> str:
         return "/data/" + jsonpointer.escape_token(name)
@@ -99,7 +96,7 @@ def _sources(value: Any, path: str, ctx: DataContext) -> Iterator[Violation]:
             yield f"{spath}/quote", f"quote {quote!r} does not occur in {source_id}."
 
 
-def _leaves(data: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+def leaves(data: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     """Every leaf under /data: scalars and empty containers, with their pointers."""
     stack: list[tuple[str, Any]] = [("/data/" + jsonpointer.escape_token(k), v) for k, v in data.items()]
     while stack:
@@ -185,15 +182,9 @@ def every_returned_leaf_has_evidence(c: dict[str, Any], ctx: DataContext) -> Ite
     data = c.get("data")
     if not isinstance(data, dict):
         return
+    # D-DAT-001: evidence at a parent path covers every leaf below it.
     covered = [e["path"] for _, e in _entries(c, "evidence") if isinstance(e.get("path"), str)]
-    if not ctx.policy.evidence_covers_children:
-        # A variant of D-DAT-001: each returned leaf needs an entry at its own path.
-        exact = set(covered)
-        for leaf, _value in sorted(_leaves(data)):
-            if leaf not in exact:
-                yield leaf, "this returned value has no evidence entry at its own path."
-        return
-    for leaf, _value in sorted(_leaves(data)):
+    for leaf, _value in sorted(leaves(data)):
         if not any(_covers(anchor, leaf) for anchor in covered):
             yield leaf, "this returned value has no evidence entry (at its path or an enclosing one)."
 
@@ -212,15 +203,21 @@ def description_checks_are_well_formed(c: dict[str, Any], ctx: DataContext) -> I
             yield from _sources(entry["sources"], f"{path}/sources", ctx)
 
 
-def applicable_descriptions_are_checked(c: dict[str, Any], ctx: DataContext) -> Iterator[Violation]:
-    # spec: R-SRC-001, R-SRC-005 -- a root description is checked at /data, even under
-    # partial selection; D-DAT-002 -- so is the description of each returned field.
-    checked = {e["path"] for _, e in _entries(c, "descriptionChecks") if isinstance(e.get("path"), str)}
-    if ctx.definition.root_description is not None and "/data" not in checked:
+def _checked_paths(c: dict[str, Any]) -> set[str]:
+    return {e["path"] for _, e in _entries(c, "descriptionChecks") if isinstance(e.get("path"), str)}
+
+
+def root_description_is_checked(c: dict[str, Any], ctx: DataContext) -> Iterator[Violation]:
+    # spec: R-SRC-001, R-SRC-005 -- a root description is checked at /data, even under partial selection.
+    if ctx.definition.root_description is not None and "/data" not in _checked_paths(c):
         yield "/descriptionChecks", "the definition has a root description: add a descriptionCheck at /data."
+
+
+def described_fields_are_checked(c: dict[str, Any], ctx: DataContext) -> Iterator[Violation]:
+    # D-DAT-002 -- so is the description of each returned selected field.
     data = c.get("data")
-    # spec: D-DAT-002 -- each returned described field needs a check (a variant: the root only).
-    if isinstance(data, dict) and ctx.policy.field_descriptions_need_checks:
+    checked = _checked_paths(c)
+    if isinstance(data, dict):
         for name in ctx.selected:
             schema = ctx.definition.field_schema(name)
             described = isinstance(schema, dict) and _is_text(schema.get("description"))
@@ -265,9 +262,16 @@ def field_status_matches_data(c: dict[str, Any], ctx: DataContext) -> Iterator[V
             yield f"{path}/status", f"status is extracted but data has no {name!r}."
         if status != "extracted" and name in data:
             yield f"{path}/status", f"status is {status} but data returns {name!r}; omit it or mark it extracted."
-        if (status in ("not_provided", "not_applicable") and ctx.definition.is_required(name)
-                and ctx.policy.required_not_provided_is_contract_fault):  # fmt: skip
-            # D-DAT-004: a missing required field is reported as a business issue, not omitted.
+
+
+def required_fields_are_not_omitted(c: dict[str, Any], ctx: DataContext) -> Iterator[Violation]:
+    # D-DAT-004: a missing required field is reported as a business issue, not omitted.
+    if not isinstance(c.get("data"), dict):
+        return
+    for path, entry in _entries(c, "fieldResults"):
+        name = ctx.selected_field_of(entry.get("path"))
+        if (name is not None and entry.get("status") in ("not_provided", "not_applicable")
+                and ctx.definition.is_required(name)):  # fmt: skip
             yield f"{path}/status", f"{name!r} is required: report status issue with a DATA_REQUIRED_MISSING issue."
 
 
@@ -310,9 +314,11 @@ DATA_RULES: Final[dict[str, Rule]] = {
         exact_evidence_equals_a_quote,
         every_returned_leaf_has_evidence,
         description_checks_are_well_formed,
-        applicable_descriptions_are_checked,
+        root_description_is_checked,
+        described_fields_are_checked,
         field_results_cover_each_selected_field,
         field_status_matches_data,
+        required_fields_are_not_omitted,
         issue_status_has_a_matching_issue,
         issues_are_well_formed,
     )
@@ -328,54 +334,66 @@ class DataJudgement:
     data: dict[str, Any] | None
 
 
-def judge(candidate: Any, ctx: DataContext) -> DataJudgement:
+class DataPolicy(Protocol):
+    """What ``judge`` asks of the job's policy: the three places a decision shapes the verdict.
+
+    ``intentref.core.policy.Policy`` answers with the reference functions below; a decision
+    variant answers another way.
+    """
+
+    def data_contract_violations(self, candidate: dict[str, Any], ctx: DataContext) -> list[Violation]: ...
+
+    def business_issues(self, candidate: dict[str, Any], ctx: DataContext) -> list[Issue]: ...
+
+    def schema_judgement(self, errors: list[DataError]) -> DataJudgement: ...
+
+
+def judge(candidate: Any, ctx: DataContext, policy: DataPolicy) -> DataJudgement:
+    """Contract first (repairable), then business issues (final), then the schema (spec: R-DAT-018)."""
     if not isinstance(candidate, dict):
         return DataJudgement([("", "the data candidate must be a JSON object.")], [], None)
-    policy = ctx.policy
-    violations = sorted({v for rule in DATA_RULES.values() for v in rule(candidate, ctx)})
-    if not policy.closed_candidates:
-        # Seed 000 fixes the five root members ("恰有以下五个根字段"); only deeper levels open.
-        violations = without_unexpected_members(violations, keep_root=True)
+    violations = policy.data_contract_violations(candidate, ctx)
     if violations:
         return DataJudgement(violations, [], None)
-    issues = [
-        Issue(e["code"], e["category"], e["path"], e["message"]) for e in candidate["issues"]
-    ]
-    if not policy.required_not_provided_is_contract_fault:
-        issues.extend(_required_fields_not_provided(candidate, ctx, issues))
-    if policy.implied_verdict_issues:
-        for check in candidate["descriptionChecks"]:
-            code = VERDICT_ISSUE_CODES.get(check["verdict"])
-            # spec: R-DAT-018 -- violated / undetermined checks are business extraction errors.
-            # A variant of D-DAT-003 adds one even where the candidate filed an issue at that path.
-            own = not policy.verdict_issue_at_every_check and any(i.path == check["path"] for i in issues)
-            if code is not None and not own:
-                issues.append(Issue(code, "definition", check["path"], check["explanation"]))
-    elif not issues:
-        # A variant of D-DAT-003: verdicts imply no issues; the error still needs one (R-DAT-018).
-        failed = [c for c in candidate["descriptionChecks"] if c["verdict"] in VERDICT_ISSUE_CODES]
-        if failed:
-            issues.append(Issue(VERDICT_ISSUE_CODES[failed[0]["verdict"]], "definition", None,
-                                "a description check was not satisfied."))  # fmt: skip
+    issues = policy.business_issues(candidate, ctx)
     if issues:
         return DataJudgement([], issues, None)
     # spec: R-SCH-035, R-SCH-036, R-SCH-037 -- validated against the selected schema, never coerced or filled.
     schema_errors = ctx.definition.validate(ctx.selected, candidate["data"])
     if schema_errors:
-        if not policy.schema_violation_is_contract_fault and not any(e.keyword == "type" for e in schema_errors):
-            # A variant of D-DAT-005: data the schema cannot hold is a business fault, except a
-            # value of the wrong type (seed 004 names a field type error MODEL_OUTPUT_INVALID).
-            return DataJudgement([], [Issue("DATA_CONSTRAINT_VIOLATED", "definition", e.path, e.message)
-                                      for e in schema_errors], None)  # fmt: skip
-        return DataJudgement([(e.path, e.message) for e in schema_errors], [], None)
+        return policy.schema_judgement(schema_errors)
     return DataJudgement([], [], candidate["data"])
 
 
-def _required_fields_not_provided(c: dict[str, Any], ctx: DataContext, filed: list[Issue]) -> Iterator[Issue]:
-    """A variant of D-DAT-004: a required field reported not_provided / not_applicable is the
-    business fault DATA_REQUIRED_MISSING (unless the candidate filed an issue at its path)."""
-    for entry in c["fieldResults"]:
-        name = ctx.selected_field_of(entry["path"])
-        if (name is not None and entry["status"] in ("not_provided", "not_applicable")
-                and ctx.definition.is_required(name) and not any(i.path == entry["path"] for i in filed)):  # fmt: skip
-            yield Issue("DATA_REQUIRED_MISSING", "business_information", entry["path"], entry["explanation"])
+# --- the reference's answers to DataPolicy ------------------------------------------------
+
+
+def contract_violations(candidate: dict[str, Any], ctx: DataContext, rules: Mapping[str, Rule] = DATA_RULES) -> list[Violation]:
+    """Every violation of ``rules``, sorted, each once."""
+    return sorted({v for rule in rules.values() for v in rule(candidate, ctx)})
+
+
+def filed_issues(candidate: dict[str, Any]) -> list[Issue]:
+    """The business issues the candidate filed itself, in its order."""
+    return [Issue(e["code"], e["category"], e["path"], e["message"]) for e in candidate["issues"]]
+
+
+def business_issues(candidate: dict[str, Any], ctx: DataContext) -> list[Issue]:
+    """The filed issues, then one per violated / undetermined check at a path none was filed at.
+
+    spec: R-DAT-018 -- violated / undetermined checks are business extraction errors;
+    D-DAT-003 -- the implied issue is left out where the candidate filed one at the check's path.
+    """
+    issues = filed_issues(candidate)
+    for check in candidate["descriptionChecks"]:
+        code = VERDICT_ISSUE_CODES.get(check["verdict"])
+        if code is not None and not any(i.path == check["path"] for i in issues):
+            issues.append(Issue(code, "definition", check["path"], check["explanation"]))
+    return issues
+
+
+def schema_errors_are_contract_faults(errors: list[DataError]) -> DataJudgement:
+    """D-DAT-005: data the selected schema cannot hold is a contract fault (repairable)."""
+    return DataJudgement([(e.path, e.message) for e in errors], [], None)
+
+

@@ -21,7 +21,7 @@ from typing import Any, Final
 from intentref.core import core_candidate, data_candidate
 from intentref.core.errors import CANCEL_CODES, ErrorStage, IntentParseError, Issue, error, self_issue
 from intentref.core.instructions import task_instructions
-from intentref.core.jsontext import CandidateTextError, dumps_compact, parse_candidate
+from intentref.core.jsontext import CandidateTextError, dumps_compact
 from intentref.core.limits import utf8_length, well_formed
 from intentref.core.policy import REFERENCE_POLICY, Policy
 from intentref.core.request import ParseRequest
@@ -124,13 +124,14 @@ class Job:
         checked_default: dict[str, Any] | None = None,
         repairs_used: int = 0,
         repair: dict[str, Any] | None = None,
+        policy: Policy = REFERENCE_POLICY,
     ) -> Job:
         """A job standing at a step a host has received: what ``intentref check`` judges offline.
 
         A data step needs the checked default of its core step; ``repairs_used`` repairs of
         ``stage`` are already spent, and ``repair`` is the repair material the task carries.
         """
-        job = cls(definition, language, repair_attempts, request, definition.policy)
+        job = cls(definition, language, repair_attempts, request, policy)
         job.repairs_used[stage] = repairs_used
         if stage == "data":
             job.state = State.DATA
@@ -163,7 +164,7 @@ class Job:
             return Outcome(rejection=error("LIMIT_EXCEEDED", self.stage, message,
                                            [Issue("LIMIT_EXCEEDED", "processing", None, message)]))  # fmt: skip
         try:
-            candidate = parse_candidate(candidate_text, self.policy)
+            candidate = self.policy.read_candidate(candidate_text)
         except CandidateTextError as exc:
             return self._contract_fault([(exc.path, str(exc))], candidate_text)
         if self.state is State.CORE:
@@ -187,7 +188,7 @@ class Job:
     # --- core -------------------------------------------------------------------------------
 
     def _submit_core(self, candidate: Any, text: str) -> Outcome:
-        violations = core_candidate.core_violations(candidate, self.policy)
+        violations = self.policy.core_violations(candidate)
         if violations:
             return self._contract_fault(violations, text)
         self.checked_default = core_candidate.assemble_result(self.request.input, candidate)
@@ -202,8 +203,8 @@ class Job:
 
     def _submit_data(self, candidate: Any, text: str) -> Outcome:
         assert self.checked_default is not None
-        ctx = data_candidate.DataContext(self.definition, self.selected, self.request.sources(), self.policy)
-        judgement = data_candidate.judge(candidate, ctx)
+        ctx = data_candidate.DataContext(self.definition, self.selected, self.request.sources())
+        judgement = data_candidate.judge(candidate, ctx, self.policy)
         if judgement.violations:
             return self._contract_fault(judgement.violations, text)
         if judgement.issues:

@@ -19,37 +19,22 @@ decisions, each field naming the decision it holds; and ``REFERENCE_POLICY``.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from intentref.core import limits
+from intentref.core import core_candidate, data_candidate, jsontext, limits, schema_subset
+from intentref.core.data_candidate import DataContext, DataJudgement
+from intentref.core.errors import Issue
+from intentref.core.schema_subset import DataError, KeywordCheck
+
+Violation = tuple[str, str]
 
 
 @dataclass(frozen=True)
 class Policy:
     """The decisions one implementation applies; every default is what the reference decided."""
 
-    # D-DAT-001: evidence at a parent path covers every leaf below it.  False: each returned
-    # leaf needs an evidence entry at its own path.
-    evidence_covers_children: bool = True
-    # D-COR-002: a member the contract does not name is a violation.  False: it is ignored.
-    closed_candidates: bool = True
-    # D-JSON-001: a repeated member name makes a candidate invalid.  False: the last one wins.
-    duplicate_keys_refused: bool = True
-    # D-SCH-003: every supported format is asserted.  False: formats only annotate.
-    formats_asserted: bool = True
-    # D-DAT-005: a schema violation of `data` is a contract violation (repairable).  False: it
-    # is a business fault, DATA_EXTRACTION_FAILED with DATA_CONSTRAINT_VIOLATED at its path.
-    schema_violation_is_contract_fault: bool = True
-    # D-DAT-003: violated / undetermined checks add an implied issue.  False: they do not add
-    # one, and the candidate's own issues are all the error carries (or a generic one).
-    implied_verdict_issues: bool = True
-    # D-DAT-003: the implied issue is left out where the candidate filed one at the check's
-    # path.  True: every violated / undetermined check adds its issue regardless.
-    verdict_issue_at_every_check: bool = False
-    # D-DAT-004: a required field cannot be not_provided.  False: it may, and that is a
-    # business fault (DATA_REQUIRED_MISSING).
-    required_not_provided_is_contract_fault: bool = True
     # D-LIM-002 .. D-LIM-005: the numeric limits (see ``intentref.core.limits`` for their reasons).
     max_input_bytes: int = limits.MAX_INPUT_BYTES
     max_context_messages: int = limits.MAX_CONTEXT_MESSAGES
@@ -64,34 +49,11 @@ class Policy:
     max_pattern_length: int = limits.MAX_PATTERN_LENGTH
     max_enum_values: int = limits.MAX_ENUM_VALUES
 
-    # D-JSON-002: a lone surrogate in a candidate makes it invalid.  False: each one is read
-    # as U+FFFD, as a JavaScript host's TextDecoder would hand the text over.
-    candidate_lone_surrogates_refused: bool = True
-    # D-JSON-003: an integral value beyond the safe range is refused however it is written.
-    # False: only integer *literals* must be safe; 1e20 written as a double is that double.
-    unsafe_integral_doubles_refused: bool = True
-    # D-JSON-004: the number rules hold for every number literal of the candidate text (the
-    # whole text is at fault).  False: they hold for the values inside `data` only, and the
-    # fault is reported at that value's path.
-    number_rules_on_every_literal: bool = True
-    # D-SCH-001: `pattern` and the `regex` format follow ECMA-262 (regress).  False: Python's
-    # `re` (what a plain Draft-7 validator in Python does).
-    ecma_regex: bool = True
-    # D-SCH-004: `$schema` takes http and https, each with or without the trailing `#`, at
-    # any node.  False: only the two canonical spellings, with the `#`, and only at the root.
-    any_draft7_id_spelling: bool = True
-    # D-DAT-002: each returned selected field with a description needs a check at its path.
-    # False: only the root description needs one (R-SRC-005); field checks are optional.
-    field_descriptions_need_checks: bool = True
     # D-LIM-006: bytes a lone surrogate counts for in a UTF-8 limit (3: U+FFFD as a
     # TextEncoder writes it; variants: 1, a "?" as Python's encode(errors="replace") writes
     # it, or 6, its \uXXXX escape).
     lone_surrogate_utf8_bytes: int = 3
 
-    # D-TXT-001: "blank" is ECMA-262 white space, as JavaScript's trim() reads it.  False: only
-    # ASCII white space is blank in a core candidate's texts (an ideographic space is text).
-    ecma_blank_texts: bool = True
-    # --- core decisions added by later variants go above this line --------------------------
     # --- Bridge decisions (D-BRG-*) ----------------------------------------------------------
     # D-LIM-001: the capacity a BridgeConfig gets for an option it leaves out.
     default_max_jobs: int = limits.DEFAULT_MAX_JOBS
@@ -133,6 +95,48 @@ class Policy:
     # D-BRG-016: a record the replay TTL dropped answers BRIDGE_JOB_NOT_FOUND like any other.
     # True: the session that owned it is told BRIDGE_JOB_EXPIRED (a tombstone is kept).
     replay_ttl_tombstones: bool = False
+
+    # --- the rules a decision shapes --------------------------------------------------------
+    # Each is the reference's rule; a decision variant overrides one in a subclass and leaves
+    # the rest (python-jsonschema's ``validators.extend``: another behaviour is other functions,
+    # never a flag inside a rule).
+
+    def read_candidate(self, text: str) -> Any:
+        """D-JSON-001 .. D-JSON-004: candidate text read strictly (duplicates, lone surrogates,
+        numbers a JavaScript host cannot hold: the whole text is at fault)."""
+        return jsontext.parse_candidate(text, self.max_candidate_depth)
+
+    def core_violations(self, candidate: Any) -> list[Violation]:
+        """D-COR-002, D-TXT-001: the core contract, closed, with ECMA-262 white space as blank."""
+        return core_candidate.core_violations(candidate)
+
+    def data_rules(self) -> Mapping[str, data_candidate.Rule]:
+        """D-DAT-001, D-DAT-002, D-DAT-004: the data contract's rules, every one of them."""
+        return data_candidate.DATA_RULES
+
+    def data_contract_violations(self, candidate: dict[str, Any], ctx: DataContext) -> list[Violation]:
+        """D-COR-002: the data contract, closed at every level."""
+        return data_candidate.contract_violations(candidate, ctx, self.data_rules())
+
+    def business_issues(self, candidate: dict[str, Any], ctx: DataContext) -> list[Issue]:
+        """D-DAT-003: the filed issues, and the one each failed check implies where none was filed."""
+        return data_candidate.business_issues(candidate, ctx)
+
+    def schema_judgement(self, errors: list[DataError]) -> DataJudgement:
+        """D-DAT-005: data the schema cannot hold is a contract fault."""
+        return data_candidate.schema_errors_are_contract_faults(errors)
+
+    def keyword_checks(self) -> Mapping[str, KeywordCheck]:
+        """D-SCH-004 and the subset's keyword table (spec: R-SCH-013 .. R-SCH-031)."""
+        return schema_subset.KEYWORD_CHECKS
+
+    def regex_compiles(self, pattern: str) -> bool:
+        """D-SCH-001: a ``pattern`` is an ECMA-262 regular expression."""
+        return schema_subset.ecma_regex_compiles(pattern)
+
+    def data_validator(self, schema: Any) -> Any:
+        """D-SCH-001, D-SCH-003: Draft 7 with ECMA-262 patterns and every supported format asserted."""
+        return schema_subset.data_validator(schema)
 
     def but(self, **changes: Any) -> Policy:
         """This policy with some fields changed (unknown names raise TypeError)."""

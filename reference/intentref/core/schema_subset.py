@@ -16,22 +16,20 @@ from __future__ import annotations
 import functools
 import json
 import math
-import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import regress
 
 from intentref.core import jsonpointer, limits
 from intentref.core.errors import Issue, error
 from intentref.core.limits import MAX_COMBINATION_ITEMS, MAX_SAFE_INTEGER, MIN_COMBINATION_ITEMS
-from intentref.core.policy import REFERENCE_POLICY, Policy
 from intentref.core.text import has_text
 
 # The reference's resource limits (D-LIM-004), named here too for callers that read them beside
-# the subset.  The checks read the limits of the definition's policy instead
-# (``intentref.core.policy``), so that a decision variant can change them.
+# the subset.  The checks read the limits of the definition's policy instead (``SchemaPolicy``),
+# so that a decision variant can change them.
 MAX_ENUM_VALUES: Final = limits.MAX_ENUM_VALUES
 MAX_PATTERN_LENGTH: Final = limits.MAX_PATTERN_LENGTH
 MAX_SCHEMA_BYTES: Final = limits.MAX_SCHEMA_BYTES
@@ -50,8 +48,6 @@ SUPPORTED_FORMATS: Final = (
 DRAFT7_IDS: Final = frozenset(
     f"{scheme}://json-schema.org/draft-07/schema{suffix}" for scheme in ("http", "https") for suffix in ("", "#")
 )
-# A variant of D-SCH-004: only the canonical spellings (with the trailing "#").
-CANONICAL_DRAFT7_IDS: Final = frozenset(i for i in DRAFT7_IDS if i.endswith("#"))
 # spec: R-SCH-024, R-SCH-025 -- accepted, then removed before the definition is used.
 REMOVED_KEYWORDS: Final = frozenset({"$id", "_label", "_customMessages"})
 # spec: R-SCH-027 -- the root may not constrain values as a whole.
@@ -64,7 +60,7 @@ class _Fault(Exception):
         self.code, self.path, self.message = code, path, message
 
 
-def _unsupported(path: str, message: str) -> _Fault:
+def unsupported(path: str, message: str) -> _Fault:
     return _Fault("SCHEMA_UNSUPPORTED", path, message)
 
 
@@ -78,127 +74,156 @@ def _too_large(path: str, message: str) -> _Fault:
 SubSchemas = Iterator[tuple[str, Any]]
 
 
+class SchemaPolicy(Protocol):
+    """What the subset's checks and a ``Definition`` ask of the policy they are given.
+
+    ``intentref.core.policy.Policy`` answers with the reference's limits (D-LIM-004), its
+    keyword table (``KEYWORD_CHECKS``), ECMA-262 patterns and asserted formats (D-SCH-001,
+    D-SCH-003); a decision variant answers another way.
+    """
+
+    @property
+    def max_schema_bytes(self) -> int: ...
+    @property
+    def max_schema_depth(self) -> int: ...
+    @property
+    def max_schema_nodes(self) -> int: ...
+    @property
+    def max_top_level_fields(self) -> int: ...
+    @property
+    def max_pattern_length(self) -> int: ...
+    @property
+    def max_enum_values(self) -> int: ...
+    @property
+    def max_candidate_depth(self) -> int: ...
+
+    def keyword_checks(self) -> Mapping[str, KeywordCheck]: ...
+
+    def regex_compiles(self, pattern: str) -> bool: ...
+
+    def data_validator(self, schema: Any) -> Any: ...
+
+
+KeywordCheck = Callable[[Any, str, SchemaPolicy], SubSchemas]
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _non_negative_integer(value: Any, path: str, policy: Policy) -> SubSchemas:
+def _non_negative_integer(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _unsupported(path, "must be a non-negative integer.")
+        raise unsupported(path, "must be a non-negative integer.")
     yield from ()
 
 
-def _number(value: Any, path: str, policy: Policy) -> SubSchemas:
+def _number(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
     if not _is_number(value):
-        raise _unsupported(path, "must be a number.")
+        raise unsupported(path, "must be a number.")
     yield from ()
 
 
-def _multiple_of(value: Any, path: str, policy: Policy) -> SubSchemas:
+def _multiple_of(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
     if not _is_number(value) or value <= 0:
-        raise _unsupported(path, "multipleOf must be a number greater than 0.")
+        raise unsupported(path, "multipleOf must be a number greater than 0.")
     yield from ()
 
 
-def _type(value: Any, path: str, policy: Policy) -> SubSchemas:
+def _type(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
     names = value if isinstance(value, list) else [value]
     if not names or any(n not in JSON_TYPES for n in names) or len(set(names)) != len(names):
-        raise _unsupported(path, "type must be a JSON type name or a non-empty array of unique names.")
+        raise unsupported(path, "type must be a JSON type name or a non-empty array of unique names.")
     yield from ()
 
 
-def _properties(value: Any, path: str, policy: Policy) -> SubSchemas:
+def _properties(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
     if not isinstance(value, dict):
-        raise _unsupported(path, "properties must be an object of schemas.")
+        raise unsupported(path, "properties must be an object of schemas.")
     for key, sub in value.items():
         yield f"{path}/{jsonpointer.escape_token(key)}", sub
 
 
-def _required(value: Any, path: str, policy: Policy) -> SubSchemas:
+def _required(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
     if not isinstance(value, list) or any(not isinstance(v, str) for v in value) or len(set(value)) != len(value):
-        raise _unsupported(path, "required must be an array of unique strings.")
+        raise unsupported(path, "required must be an array of unique strings.")
     yield from ()
 
 
-def _one_schema(value: Any, path: str, policy: Policy) -> SubSchemas:
+def _one_schema(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
     yield path, value
 
 
-def _items(value: Any, path: str, policy: Policy) -> SubSchemas:
+def _items(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
     if isinstance(value, list):
-        raise _unsupported(path, "tuple (array-form) items are not supported.")
+        raise unsupported(path, "tuple (array-form) items are not supported.")
     yield path, value
 
 
-def _unique_items(value: Any, path: str, policy: Policy) -> SubSchemas:
+def _unique_items(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
     if not isinstance(value, bool):
-        raise _unsupported(path, "uniqueItems must be a boolean.")
+        raise unsupported(path, "uniqueItems must be a boolean.")
     yield from ()
 
 
-def _pattern(value: Any, path: str, policy: Policy) -> SubSchemas:
+def _pattern(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
     if not isinstance(value, str):
-        raise _unsupported(path, "pattern must be a string.")
+        raise unsupported(path, "pattern must be a string.")
     if len(value) > policy.max_pattern_length:
         raise _too_large(path, f"pattern longer than {policy.max_pattern_length} characters.")
-    if not regex_compiles(value, policy.ecma_regex):
-        raise _unsupported(path, "pattern is not an ECMA-262 regular expression.")
+    if not policy.regex_compiles(value):
+        raise unsupported(path, "pattern is not an ECMA-262 regular expression.")
     yield from ()
 
 
-def _format(value: Any, path: str, policy: Policy) -> SubSchemas:
+def _format(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
     if value not in SUPPORTED_FORMATS:
-        raise _unsupported(path, f"format {value!r} is not supported.")
+        raise unsupported(path, f"format {value!r} is not supported.")
     yield from ()
 
 
-def _enum(value: Any, path: str, policy: Policy) -> SubSchemas:
+def _enum(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
     if not isinstance(value, list) or not value:
-        raise _unsupported(path, "enum must be a non-empty array.")
+        raise unsupported(path, "enum must be a non-empty array.")
     max_values = policy.max_enum_values
     if len(value) > max_values:
         raise _too_large(path, f"enum holds more than {max_values} values.")
     yield from ()
 
 
-def _any_value(value: Any, path: str, policy: Policy) -> SubSchemas:
+def _any_value(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
     yield from ()
 
 
-def _combination(value: Any, path: str, policy: Policy) -> SubSchemas:
+def _combination(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
     if not isinstance(value, list) or not MIN_COMBINATION_ITEMS <= len(value) <= MAX_COMBINATION_ITEMS:
-        raise _unsupported(
+        raise unsupported(
             path, f"must be an array of {MIN_COMBINATION_ITEMS} to {MAX_COMBINATION_ITEMS} schemas."
         )
     for index, sub in enumerate(value):
         yield f"{path}/{index}", sub
 
 
-def _text(value: Any, path: str, policy: Policy) -> SubSchemas:
+def _text(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
     if not isinstance(value, str):
-        raise _unsupported(path, "must be a string.")
+        raise unsupported(path, "must be a string.")
     yield from ()
 
 
-def _examples(value: Any, path: str, policy: Policy) -> SubSchemas:
+def _examples(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
     if not isinstance(value, list):
-        raise _unsupported(path, "examples must be an array.")
+        raise unsupported(path, "examples must be an array.")
     yield from ()
 
 
-def _dialect(value: Any, path: str, policy: Policy) -> SubSchemas:
-    lenient = policy.any_draft7_id_spelling
-    if not lenient and path != "/$schema":
-        # A variant of D-SCH-004: the dialect is named once, at the root.
-        raise _unsupported(path, "$schema is accepted only at the root of a definition.")
-    accepted = DRAFT7_IDS if lenient else CANONICAL_DRAFT7_IDS
-    if not isinstance(value, str) or value not in accepted:  # a list or dict is not hashable
-        raise _unsupported(path, "$schema accepts only the Draft-7 identifier (http or https).")
+def _dialect(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
+    # D-SCH-004: http or https, with or without the trailing "#", at any node.
+    if not isinstance(value, str) or value not in DRAFT7_IDS:  # a list or dict is not hashable
+        raise unsupported(path, "$schema accepts only the Draft-7 identifier (http or https).")
     yield from ()
 
 
 # spec: R-SCH-013 .. R-SCH-021 -- the keyword table, one checker each.  Anything missing is unsupported.
-KEYWORD_CHECKS: Final[dict[str, Callable[[Any, str, Policy], SubSchemas]]] = {
+KEYWORD_CHECKS: Final[dict[str, KeywordCheck]] = {
     "type": _type,
     "properties": _properties,
     "required": _required,
@@ -242,15 +267,6 @@ def ecma_regex_compiles(pattern: str) -> bool:
     return True
 
 
-def regex_compiles(pattern: str, ecma: bool) -> bool:
-    """Whether ``pattern`` compiles: as ECMA-262 (D-SCH-001), or as Python ``re`` (its variant)."""
-    if ecma:
-        return ecma_regex_compiles(pattern)
-    try:
-        re.compile(pattern)
-    except (re.error, RecursionError, OverflowError):
-        return False
-    return True
 
 
 # --- plain JSON data ------------------------------------------------------------------------
@@ -267,7 +283,7 @@ def _check_plain_json(root: Any, max_json_depth: int) -> None:
             continue
         if isinstance(node, dict | list):
             if id(node) in on_path:
-                raise _unsupported(path, "the definition contains a cycle.")
+                raise unsupported(path, "the definition contains a cycle.")
             if depth > max_json_depth:
                 # Before anything recursive (json.dumps, the validator) meets it.
                 raise _too_large(path, f"the definition nests deeper than {max_json_depth} JSON levels.")
@@ -276,18 +292,18 @@ def _check_plain_json(root: Any, max_json_depth: int) -> None:
             if isinstance(node, dict):
                 for key, value in node.items():
                     if not isinstance(key, str):
-                        raise _unsupported(path, "object keys must be strings.")
+                        raise unsupported(path, "object keys must be strings.")
                     stack.append((value, f"{path}/{jsonpointer.escape_token(key)}", False, depth + 1))
             else:
                 stack.extend((value, f"{path}/{i}", False, depth + 1) for i, value in enumerate(node))
         elif isinstance(node, float):
             if not math.isfinite(node):
-                raise _unsupported(path, "numbers must be finite.")
+                raise unsupported(path, "numbers must be finite.")
         elif isinstance(node, int) and not isinstance(node, bool) and abs(node) > MAX_SAFE_INTEGER:
             # D-SCH-010: a JavaScript runtime could not even read this definition.
-            raise _unsupported(path, "integers must lie within the safe integer range.")
+            raise unsupported(path, "integers must lie within the safe integer range.")
         elif not (node is None or isinstance(node, str | int | bool)):
-            raise _unsupported(path, f"{type(node).__name__} is not JSON data.")
+            raise unsupported(path, f"{type(node).__name__} is not JSON data.")
 
 
 # --- the walk ---------------------------------------------------------------------------------
@@ -295,7 +311,8 @@ def _check_plain_json(root: Any, max_json_depth: int) -> None:
 
 @dataclass
 class _WalkState:
-    policy: Policy
+    policy: SchemaPolicy
+    keyword_checks: Mapping[str, KeywordCheck]
     nodes: int = 0
 
 
@@ -309,18 +326,18 @@ def _check_node(node: Any, path: str, depth: int, state: _WalkState, pending: li
     if isinstance(node, bool):
         return  # spec: R-SCH-033 -- boolean schemas are fine below the root
     if not isinstance(node, dict):
-        raise _unsupported(path, "a schema must be an object or a boolean.")
+        raise unsupported(path, "a schema must be an object or a boolean.")
     for keyword, value in node.items():
-        check = KEYWORD_CHECKS.get(keyword)
+        check = state.keyword_checks.get(keyword)
         kpath = f"{path}/{jsonpointer.escape_token(keyword)}"
         if check is None:
             # spec: R-SCH-028, R-SCH-029, R-SCH-030, R-SCH-031 -- $ref (even local), definitions, $defs, conditionals, the rest.
-            raise _unsupported(kpath, f"keyword {keyword!r} is not supported.")
+            raise unsupported(kpath, f"keyword {keyword!r} is not supported.")
         for sub_path, sub in check(value, kpath, state.policy):
             pending.append((sub, sub_path, depth + 1))
 
 
-def check_definition(schema: Any, policy: Policy = REFERENCE_POLICY) -> None:
+def check_definition(schema: Any, policy: SchemaPolicy) -> None:
     """Raise SCHEMA_UNSUPPORTED / LIMIT_EXCEEDED (stage config) for a definition outside the subset."""
     try:
         _check_definition(schema, policy)
@@ -329,9 +346,9 @@ def check_definition(schema: Any, policy: Policy = REFERENCE_POLICY) -> None:
                     [Issue(fault.code, "config", fault.path, fault.message)]) from None  # fmt: skip
 
 
-def _check_definition(schema: Any, policy: Policy) -> None:
+def _check_definition(schema: Any, policy: SchemaPolicy) -> None:
     if not isinstance(schema, dict):
-        raise _unsupported("", "the root of a definition must be an object schema.")
+        raise unsupported("", "the root of a definition must be an object schema.")
     if not schema:
         return  # spec: R-SCH-012 -- {} means no extension fields
     # D-LIM-004: the resource limits are the policy's.
@@ -341,15 +358,15 @@ def _check_definition(schema: Any, policy: Policy) -> None:
         raise _too_large("", f"the definition is larger than {policy.max_schema_bytes} bytes.")
     # spec: R-SCH-011 -- a non-empty root is type "object" with properties.
     if schema.get("type") != "object":
-        raise _unsupported("/type", 'the root must have type "object".')
+        raise unsupported("/type", 'the root must have type "object".')
     if not isinstance(schema.get("properties"), dict):
-        raise _unsupported("/properties", "the root must have properties.")
+        raise unsupported("/properties", "the root must have properties.")
     for keyword in schema:
         if keyword in ROOT_FORBIDDEN:
-            raise _unsupported("/" + keyword, f"{keyword} is not supported at the root; put it inside a property.")
+            raise unsupported("/" + keyword, f"{keyword} is not supported at the root; put it inside a property.")
     if len(schema["properties"]) > policy.max_top_level_fields:
         raise _too_large("/properties", f"more than {policy.max_top_level_fields} top-level fields.")
-    state = _WalkState(policy)
+    state = _WalkState(policy, policy.keyword_checks())
     pending: list[tuple[Any, str, int]] = [(schema, "", 0)]
     while pending:
         node, path, depth = pending.pop()
@@ -403,9 +420,8 @@ def _compiled(pattern: str) -> Any:
 
 
 @functools.cache
-def _validation_kit() -> tuple[Any, Any, Any, Any]:
-    """(Draft-7's validator class, that class with the ECMA pattern rule, the format checker,
-    the format checker of the Python-re variant of D-SCH-001).
+def validation_kit() -> tuple[Any, Any, Any]:
+    """(Draft-7's validator class, that class with the ECMA pattern rule, the format checker).
 
     Built on first use, not at import: python-jsonschema imports its optional format
     libraries when it loads (about 80 ms), and a program that only checks definitions (a
@@ -426,20 +442,13 @@ def _validation_kit() -> tuple[Any, Any, Any, Any]:
     formats.checks("url", raises=uri_raises)(uri_func)  # D-SCH-002: url is an absolute URI
     formats.checks("regex")(_regex_format)
     ecma = validators.extend(Draft7Validator, {"pattern": _ecma_pattern})
-    # A variant of D-SCH-001: Python's re for the regex format (Draft 7's own pattern rule uses re).
-    python_re_formats = FormatChecker(formats=())
-    python_re_formats.checkers = {**formats.checkers,
-                                  "regex": (lambda i: not isinstance(i, str) or regex_compiles(i, False), ())}  # fmt: skip
-    return Draft7Validator, ecma, formats, python_re_formats
+    return Draft7Validator, ecma, formats
 
 
-def _validator_for(schema: Any, policy: Policy) -> Any:
-    """The Draft-7 validator of ``schema`` under ``policy`` (D-SCH-001, D-SCH-003)."""
-    draft7, ecma, formats, python_re_formats = _validation_kit()
-    cls = ecma if policy.ecma_regex else draft7
-    if not policy.formats_asserted:
-        return cls(schema)  # a variant of D-SCH-003: formats only annotate
-    return cls(schema, format_checker=formats if policy.ecma_regex else python_re_formats)
+def data_validator(schema: Any) -> Any:
+    """The validator of ``schema``: Draft 7 with ECMA-262 patterns (D-SCH-001), formats asserted (D-SCH-003)."""
+    _draft7, ecma, formats = validation_kit()
+    return ecma(schema, format_checker=formats)
 
 
 def _validation_schema(node: Any) -> Any:
@@ -483,12 +492,12 @@ class Definition:
 
     schema: dict[str, Any]
     fields: tuple[str, ...]
-    _validators: dict[tuple[str, ...], Any] = field(default_factory=dict, repr=False)
     # The policy the definition was checked under: its validators follow it too.
-    policy: Policy = field(default=REFERENCE_POLICY, repr=False)
+    policy: SchemaPolicy = field(repr=False)
+    _validators: dict[tuple[str, ...], Any] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_schema(cls, schema: Any, policy: Policy = REFERENCE_POLICY) -> Definition:
+    def from_schema(cls, schema: Any, policy: SchemaPolicy) -> Definition:
         if schema is None:
             schema = {}
         check_definition(schema, policy)
@@ -522,7 +531,7 @@ class Definition:
         """Validation errors of ``data`` against the selection: never coerces, fills or drops."""
         validator = self._validators.get(selected)
         if validator is None:
-            validator = _validator_for(_validation_schema(self.selected_schema(selected)), self.policy)
+            validator = self.policy.data_validator(_validation_schema(self.selected_schema(selected)))
             self._validators[selected] = validator
         out = []
         for err in validator.iter_errors(data):

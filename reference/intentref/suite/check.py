@@ -185,6 +185,7 @@ def read_task(document: Any) -> dict[str, Any]:
 def rebuild(task: dict[str, Any], repair_attempts: int | None = None) -> Any:
     """The reference ``Job`` standing at ``task``'s step."""
     from intentref.core.job import Job
+    from intentref.core.policy import REFERENCE_POLICY
     from intentref.core.request import ParseRequest, Source
     from intentref.core.schema_subset import Definition
 
@@ -197,9 +198,9 @@ def rebuild(task: dict[str, Any], repair_attempts: int | None = None) -> Any:
         attempts, used = int(repair["maxAttempts"]), int(repair["attempt"])
     if stage == "core":
         request = ParseRequest(payload["currentInput"], sources, None)
-        return Job.at_step(Definition.from_schema({}), payload["structuredLanguage"], attempts, request,
+        return Job.at_step(Definition.from_schema({}, REFERENCE_POLICY), payload["structuredLanguage"], attempts, request,
                            repairs_used=used, repair=repair)  # fmt: skip
-    definition = Definition.from_schema(payload["schemaReference"])
+    definition = Definition.from_schema(payload["schemaReference"], REFERENCE_POLICY)
     request = ParseRequest(payload["currentInput"], sources, tuple(payload["selectedFields"]))
     return Job.at_step(definition, payload["structuredLanguage"], attempts, request, stage="data",
                        checked_default=payload["checkedDefault"], repairs_used=used, repair=repair)  # fmt: skip

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from intentref.core.policy import Policy
+from intentref.suite.conformance._variant_policy import VariantPolicy
 
 BridgeReply = dict[str, Any]
 State = dict[str, Any]  # one session's memory, shared by the hooks of that session
@@ -23,7 +23,7 @@ class Variant:
     """The reference with some decisions taken another way.
 
     ``decisions`` are the IDs the variant changes; ``summary`` says what it does instead.
-    ``policy`` names ``Policy`` fields to change: the reference is built with that policy.
+    ``policy`` names ``VariantPolicy`` fields to change: the reference is built with that policy.
     The hooks default to "change nothing":
 
     * ``config(name, config) -> config`` rewrites an instance configuration (a copy);
@@ -47,9 +47,9 @@ class Variant:
 
 
 def policy_changes(**changes: Any) -> dict[str, Any]:
-    """Check ``changes`` name real ``Policy`` fields (a typo would silently change nothing)."""
-    names = {f.name for f in dataclasses.fields(Policy)}
+    """Check ``changes`` name real ``VariantPolicy`` fields (a typo would silently change nothing)."""
+    names = {f.name for f in dataclasses.fields(VariantPolicy)}
     unknown = set(changes) - names
     if unknown:
-        raise TypeError(f"not a Policy field: {', '.join(sorted(unknown))}")
+        raise TypeError(f"not a VariantPolicy field: {', '.join(sorted(unknown))}")
     return changes

@@ -12,8 +12,9 @@ then require (D-CNF-040):
 
 A variant changes the reference in one of two ways:
 
-* *policy*: fields of the ``intentref.core.policy.Policy`` that the variant's Intents and Bridge
-  are built with, read where the decision is applied (judging candidates, limits, capacity);
+* *policy*: fields of the ``VariantPolicy`` (``_variant_policy``: the reference's ``Policy`` with
+  its rules overridable) that the variant's Intents and Bridge are built with, read where the
+  decision is applied (judging candidates, limits, capacity);
 * *boundary hooks*: a variant may rewrite an instance configuration before it is built, a
   request before the reference sees it (or answer it itself), and every reply after.  That
   is how wording, payload layout, issue lists and error codes are changed: exactly the things
@@ -31,9 +32,10 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from intentref.core.policy import REFERENCE_POLICY, Policy
+from intentref.core.policy import Policy
 from intentref.mcp.replies import is_bridge_reply
 from intentref.suite.conformance._variant import BridgeReply, State, Variant
+from intentref.suite.conformance._variant_policy import VariantPolicy
 from intentref.suite.conformance.capabilities import REFERENCE_CAPABILITIES
 from intentref.suite.conformance.targets import CallSession, ConfigRejected, InProcessRun, Run, Target
 
@@ -109,7 +111,7 @@ class VariantTarget(Target):
         changed: dict[str, Any] = {}
         for variant in self.variants:
             changed.update(variant.policy)
-        self.policy: Policy = REFERENCE_POLICY.but(**changed)
+        self.policy: Policy = VariantPolicy().but(**changed)
         self.name = (name or "variant:" + "+".join(v.name for v in self.variants)) + (" (MCP model)" if envelope else "")
         self.lacks: dict[str, str] = {}
         for variant in self.variants:
@@ -126,7 +128,7 @@ class VariantTarget(Target):
         Only for a variant that works at the boundary alone: a policy is given to a Bridge
         and its Intents as they are built, which ``bridge`` already was.
         """
-        if self.policy != REFERENCE_POLICY:
+        if self.policy != VariantPolicy():
             raise ValueError(f"{self.name} changes the policy: build its Bridge with open(), not around another")
         return VariantBridge(bridge, self.variants, bridge_options)
 
