@@ -102,45 +102,7 @@ def _config_error(path: str, message: str) -> IntentParseError:
     return error("CONFIG_INVALID", "config", message, [Issue("CONFIG_INVALID", "config", path, message)])
 
 
-def _defaults(policy: Policy) -> dict[str, int]:
-    # D-LIM-001: the capacity defaults are decisions a variant may take another way.
-    return {**_DEFAULTS, "maxJobs": policy.default_max_jobs, "maxReplayEntries": policy.default_max_replay_entries,
-            "maxReplayBytes": policy.default_max_replay_bytes}  # fmt: skip
-
-
-def _read_option(config: Mapping[str, Any], name: str, minimum: int, policy: Policy) -> int:
-    value = config.get(name, _defaults(policy)[name])
-    if policy.integral_float_options and isinstance(value, float) and value.is_integer():
-        value = int(value)  # a variant of D-BRG-014: 3.0 is the safe integer 3, as to JavaScript
-    # D-BRG-014: bool is an int subclass and a float is not an integer to Python, so both are
-    # refused even when integral; a JavaScript host never writes 3.0 (JSON.stringify gives 3).
-    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= MAX_OPTION_VALUE:
-        raise _config_error(f"/{name}", f"{name} must be an integer from {minimum} to {MAX_OPTION_VALUE}.")
-    return value
-
-
-def _read_options(config: Mapping[str, Any], policy: Policy) -> list[int]:
-    """The capacity options then the TTLs, in BridgeConfig order (spec: R-CAP-014, R-CAP-015)."""
-    wanted = [(name, 1) for name in CAPACITY_OPTIONS] + [(name, 0) for name in TTL_OPTIONS]
-    if not policy.config_faults_all_listed:
-        return [_read_option(config, name, minimum, policy) for name, minimum in wanted]
-    # A variant of D-BRG-014: every faulty option is named, one issue each.
-    values: list[int] = []
-    faults: list[IntentParseError] = []
-    for name, minimum in wanted:
-        try:
-            values.append(_read_option(config, name, minimum, policy))
-        except IntentParseError as exc:
-            faults.append(exc)
-    if len(faults) == 1:
-        raise faults[0]
-    if faults:
-        issues = [issue for exc in faults for issue in exc.issues]
-        raise error("CONFIG_INVALID", "config", f"{len(faults)} Bridge config options are invalid.", issues)
-    return values
-
-
-def read_bridge_config(config: Any, policy: Policy = REFERENCE_POLICY) -> BridgeOptions:
+def read_bridge_config(config: Any, policy: Policy = REFERENCE_POLICY, store: type[JobStore] | None = None) -> BridgeOptions:
     """Check a BridgeConfig, or raise CONFIG_INVALID (stage config) naming the member."""
     if not isinstance(config, Mapping):
         raise _config_error("", "a Bridge config must be an object.")
@@ -157,7 +119,7 @@ def read_bridge_config(config: Any, policy: Policy = REFERENCE_POLICY) -> Bridge
             raise _config_error(
                 "/instances/" + jsonpointer.escape_token(name), "an instance must be an Intent."
             )
-    options = _read_options(config, policy)  # spec: R-CAP-014, R-CAP-015
+    options = (store or JobStore).read_options(config, policy)  # spec: R-CAP-014, R-CAP-015
     # A private copy: the caller may go on editing its dict without moving our instances.
     return BridgeOptions(dict(instances), *options)
 
@@ -197,7 +159,7 @@ def _outcome_reply(job_id: str, outcome: Outcome, expires_at: str | None) -> tup
     return _error_reply(outcome.failure), None
 
 
-def _stored(reply: Reply) -> bytes:
+def stored_reply(reply: Reply) -> bytes:
     """The retained form of a reply: its compact JSON as UTF-8 (D-BRG-007, D-BRG-011).
 
     Bytes, not str: a str of mostly-ASCII text with some Chinese is held at two bytes a
@@ -217,7 +179,7 @@ class _RetainedReply(dict[str, Any]):
 def _fresh(stored: bytes) -> Reply:
     # Every caller gets its own objects: a retained reply must not change because one caller
     # edited what it was given, and no reply may alias the core's shared schema objects.
-    # The text is decoded with surrogatepass, the mirror of _stored.
+    # The text is decoded with surrogatepass, the mirror of stored_reply.
     text = stored.decode("utf-8", "surrogatepass")
     reply = _RetainedReply(json.loads(text))
     reply.json_text = text
@@ -239,7 +201,7 @@ def _bridge_input_error(path: str, message: str) -> IntentParseError:
     return error("INPUT_INVALID", "bridge", message, [Issue("INPUT_INVALID", "input", path, message)])
 
 
-def _not_found() -> IntentParseError:
+def not_found_error() -> IntentParseError:
     return error("BRIDGE_JOB_NOT_FOUND", "bridge", NOT_FOUND_MESSAGE,
                  [self_issue("BRIDGE_JOB_NOT_FOUND", "/jobId", NOT_FOUND_MESSAGE)])  # fmt: skip
 
@@ -333,14 +295,13 @@ class _Step(NamedTuple):
 
     token: bytes
     digest: bytes
-    reply: bytes  # the retained reply, as _stored wrote it
+    reply: bytes  # the retained reply, as stored_reply wrote it
 
 
-class _Record:
+class JobRecord:
     """Everything the Bridge keeps about one job (spec: R-CAP-008 -- one record per job)."""
 
-    __slots__ = ("deadline", "end", "expires_at", "job", "job_id", "nbytes", "owner", "rejected", "steps",
-                 "token")  # fmt: skip
+    __slots__ = ("end", "expires_at", "job", "job_id", "nbytes", "owner", "steps", "token")
 
     def __init__(self, job_id: str, owner: BridgeSession, job: Job, token: str, task_bytes: int,
                  expires_at: str | None) -> None:  # fmt: skip
@@ -354,10 +315,6 @@ class _Record:
         # The terminal reply of a job that ended without a submission (cancel, expiry).
         self.end: bytes | None = None
         self.nbytes = task_bytes
-        # Only under a variant of D-BRG-009: refused submissions, (token, digest) -> reply.
-        self.rejected: dict[tuple[bytes, bytes], bytes] = {}
-        # Only under a variant of D-BRG-016: the monotonic deadline that ends the whole record.
-        self.deadline = 0.0
 
     @property
     def active(self) -> bool:
@@ -398,8 +355,14 @@ def _fork(job: Job) -> Job:
     return clone
 
 
-class _Store:
-    """The state every session of one Bridge shares (spec: R-CAP-005, R-CAP-006)."""
+class JobStore:
+    """The state every session of one Bridge shares (spec: R-CAP-005, R-CAP-006), and its rules.
+
+    Where a Bridge decision (D-BRG-*) is applied, the rule is a method of its own, named after
+    what it decides; the bodies are the reference's decisions.  A decision variant is a
+    subclass that overrides one (``intentref.suite.conformance._variant_store``), given to
+    ``create_intent_bridge(store=...)``; nothing here branches on another reading.
+    """
 
     def __init__(self, options: BridgeOptions, clock: Clock, wall_clock: Clock, policy: Policy) -> None:
         self.options = options
@@ -407,7 +370,7 @@ class _Store:
         self.clock = clock
         self.wall_clock = wall_clock
         self.closed = False
-        self.records: dict[str, _Record] = {}
+        self.records: dict[str, JobRecord] = {}
         # Active job ids in creation order, with their monotonic deadline (0: none).  One TTL
         # for all jobs makes creation order deadline order, so expiry pops from the front.
         self.active: OrderedDict[str, float] = OrderedDict()
@@ -416,12 +379,29 @@ class _Store:
         self.terminal: OrderedDict[str, float] = OrderedDict()
         self.active_bytes = 0
         self.total_bytes = 0
-        # Only under a variant of D-BRG-016: jobs the replay TTL dropped, with their owner.
-        self.tombstones: dict[str, BridgeSession] = {}
+
+    # --- reading the BridgeConfig (D-BRG-014, D-LIM-001) -----------------------------------
+
+    @classmethod
+    def read_options(cls, config: Mapping[str, Any], policy: Policy) -> list[int]:
+        """The capacity options then the TTLs, in BridgeConfig order; the first fault is raised."""
+        wanted = [(name, 1) for name in CAPACITY_OPTIONS] + [(name, 0) for name in TTL_OPTIONS]
+        return [cls.read_option(config, name, minimum, policy) for name, minimum in wanted]
+
+    @classmethod
+    def read_option(cls, config: Mapping[str, Any], name: str, minimum: int, policy: Policy) -> int:
+        defaults = {**_DEFAULTS, "maxJobs": policy.default_max_jobs, "maxReplayEntries": policy.default_max_replay_entries,
+                    "maxReplayBytes": policy.default_max_replay_bytes}  # fmt: skip
+        value = config.get(name, defaults[name])
+        # D-BRG-014: bool is an int subclass and a float is not an integer to Python, so both are
+        # refused even when integral; a JavaScript host never writes 3.0 (JSON.stringify gives 3).
+        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= MAX_OPTION_VALUE:
+            raise _config_error(f"/{name}", f"{name} must be an integer from {minimum} to {MAX_OPTION_VALUE}.")
+        return value
 
     # --- reading ---------------------------------------------------------------------------
 
-    def lookup(self, session: BridgeSession, job_id: str) -> _Record | None:
+    def lookup(self, session: BridgeSession, job_id: str) -> JobRecord | None:
         record = self.records.get(job_id)
         # spec: R-BRG-014, R-BRG-015 -- another session's job is, to this one, no job at all.
         if record is None or record.owner is not session:
@@ -429,13 +409,8 @@ class _Store:
         return record
 
     def missing(self, session: BridgeSession, job_id: str) -> IntentParseError:
-        """The answer for a job ``session`` does not hold: not found (D-BRG-003)."""
-        if self.tombstones.get(job_id) is session:
-            # A variant of D-BRG-016: a job the replay TTL dropped says it expired.
-            message = "The retained replies of this job expired (replayTtlMs)."
-            return error("BRIDGE_JOB_EXPIRED", "bridge", message,
-                         [self_issue("BRIDGE_JOB_EXPIRED", "/jobId", message)])  # fmt: skip
-        return _not_found()
+        """The answer for a job ``session`` does not hold: not found, however it went (D-BRG-003)."""
+        return not_found_error()
 
     def stats(self) -> dict[str, int]:
         return {"activeJobs": len(self.active), "records": len(self.records), "replayBytes": self.total_bytes}
@@ -448,30 +423,38 @@ class _Store:
         Every prepare, accept and cancel starts here.
         """
         now = self.clock()
-        if self.options.job_ttl_ms and self.policy.job_ttl_drops_record:
-            # A variant of D-BRG-016: the deadline ends the record itself, whatever its state
-            # (O(records) per call, acceptable in a conformance run).
-            for job_id in [i for i, r in self.records.items() if r.deadline <= now]:
-                self.drop(job_id)
-        elif self.options.job_ttl_ms:
-            while self.active:
-                job_id, deadline = next(iter(self.active.items()))
-                if now < deadline:
-                    break
-                record = self.records[job_id]
-                assert record.job is not None
-                self.end(record, record.job.end("BRIDGE_JOB_EXPIRED", None, "bridge"), now)
+        if self.options.job_ttl_ms:
+            self.expire_jobs(now)
         if self.options.replay_ttl_ms:
             while self.terminal:
                 job_id, ended_at = next(iter(self.terminal.items()))
                 if now < ended_at + self.options.replay_ttl_ms:
                     break
-                if self.policy.replay_ttl_tombstones:
-                    self.tombstones[job_id] = self.records[job_id].owner
-                self.drop(job_id)
+                self.replay_expired(job_id)
         return now
 
+    def expire_jobs(self, now: float) -> None:
+        """D-BRG-016: an active job past its deadline ends BRIDGE_JOB_EXPIRED and keeps its record."""
+        while self.active:
+            job_id, deadline = next(iter(self.active.items()))
+            if now < deadline:
+                break
+            record = self.records[job_id]
+            assert record.job is not None
+            self.end(record, record.job.end("BRIDGE_JOB_EXPIRED", None, "bridge"), now)
+
+    def replay_expired(self, job_id: str) -> None:
+        """D-BRG-016: a record the replay TTL ends is dropped, and answers like any unknown job."""
+        self.drop(job_id)
+
+    def deadline_after(self, record: JobRecord, now: float) -> tuple[str | None, float]:
+        """D-BRG-016: (expiresAt, monotonic deadline) of a job's next task: its prepare's, kept."""
+        return record.expires_at, self.active[record.job_id]
+
     # --- admission -------------------------------------------------------------------------
+
+    def check_room_first(self) -> None:
+        """D-BRG-012: nothing before the request is judged; capacity is checked at admission."""
 
     def check_room(self) -> None:
         """Refuse a new job when active jobs fill maxJobs or maxReplayEntries (D-BRG-012)."""
@@ -492,15 +475,14 @@ class _Store:
         if options.job_ttl_ms:
             expires_at = iso_timestamp(self.wall_clock() + options.job_ttl_ms)
             deadline = now + options.job_ttl_ms
-        first = _stored(_task_reply(job_id, token, job.task, expires_at))
+        first = stored_reply(_task_reply(job_id, token, job.task, expires_at))
         # counted while active; the task itself is not replayable
-        size = len(first) + self.policy.record_overhead_bytes
+        size = self.record_size(len(first))
         if self.active_bytes + size > options.max_replay_bytes:  # spec: R-CAP-012
             raise _limit(None, f"the new job does not fit maxReplayBytes ({options.max_replay_bytes}) "
                                "beside the active jobs.")  # fmt: skip
         # Feasible: from here on nothing can fail, so reclaiming for it is never wasted.
-        record = _Record(job_id, session, job, token, size, expires_at)
-        record.deadline = deadline
+        record = JobRecord(job_id, session, job, token, size, expires_at)
         self.records[job_id] = record
         self.active[job_id] = deadline
         session._job_ids.add(job_id)
@@ -509,34 +491,34 @@ class _Store:
         self.reclaim()
         return first
 
+    # --- sizes (D-BRG-010, D-BRG-011) -------------------------------------------------------
+
+    def record_size(self, content_bytes: int) -> int:
+        """D-BRG-011: maxReplayBytes counts the retained content only."""
+        return content_bytes
+
+    def step_size_checked(self, record: JobRecord, candidate_text: str, step_reply: bytes, exact_size: int) -> int:
+        """D-BRG-010: a step that keeps the job active must fit with its exact size."""
+        return exact_size
+
     # --- transitions -----------------------------------------------------------------------
 
-    def submit(self, record: _Record, candidate_text: str, token: bytes, digest: bytes, now: float) -> Reply:
+    def submit(self, record: JobRecord, candidate_text: str, token: bytes, digest: bytes, now: float) -> Reply:
         """Judge a submission for the record's current step, committing only if it fits."""
         assert record.job is not None
-        policy = self.policy
         trial = _fork(record.job)
         outcome = trial.submit(candidate_text)
         if outcome.rejection is not None:
             # spec: R-CAP-013, R-LIF-009 -- an oversized candidate is not a used step (D-BRG-009).
             return self._refuse(record, token, digest, outcome.rejection)
-        expires_at, deadline = record.expires_at, 0.0
-        if policy.job_ttl_per_task and self.options.job_ttl_ms and outcome.task is not None:
-            # A variant of D-BRG-016: every new task renews the job's deadline.
-            expires_at = iso_timestamp(self.wall_clock() + self.options.job_ttl_ms)
-            deadline = now + self.options.job_ttl_ms
+        expires_at, deadline = self.deadline_after(record, now) if outcome.task is not None else (record.expires_at, 0.0)
         reply, token_after = _outcome_reply(record.job_id, outcome, expires_at)
-        step = _Step(token, digest, _stored(reply))
+        step = _Step(token, digest, stored_reply(reply))
         steps = [*record.steps, step]
         # An active job's record also counts its current task (the task material).
         new_task_bytes = len(step.reply) if token_after is not None else 0
-        new_size = _record_bytes(steps, new_task_bytes, None) + policy.record_overhead_bytes
-        checked_size = new_size
-        if policy.step_budget_estimated:
-            # A variant of D-BRG-010: an upper estimate instead of the exact size -- the old
-            # record kept whole, the candidate text, and the new task as step and as material.
-            checked_size = (record.nbytes + DIGEST_BYTES + len(candidate_text.encode("utf-8", "surrogatepass"))
-                            + 2 * len(step.reply))  # fmt: skip
+        new_size = self.record_size(_record_bytes(steps, new_task_bytes, None))
+        checked_size = self.step_size_checked(record, candidate_text, step.reply, new_size)
         # D-BRG-010: a step that keeps the job active must fit beside the other active ones;
         # terminal records do not count, they can be reclaimed (spec: R-CAP-011, R-CAP-013).
         # D-BRG-020: a step that ends the job is never refused for the budget, which is no
@@ -552,8 +534,8 @@ class _Store:
         if token_after is not None:
             record.job = trial
             record.token = _token_bytes(token_after)
-            if deadline:
-                record.expires_at, record.deadline = expires_at, deadline
+            if deadline != self.active[record.job_id]:
+                record.expires_at = expires_at
                 self.active[record.job_id] = deadline
                 self.active.move_to_end(record.job_id)  # one TTL: renewal keeps deadline order
         else:
@@ -561,26 +543,30 @@ class _Store:
         self.reclaim()
         return _fresh(step.reply)
 
-    def _refuse(self, record: _Record, token: bytes, digest: bytes, exc: IntentParseError) -> Reply:
-        """A refused submission: the step stays open and, by default, nothing is kept (D-BRG-009)."""
+    def _refuse(self, record: JobRecord, token: bytes, digest: bytes, exc: IntentParseError) -> Reply:
+        """A refused submission: the step stays open (spec: R-CAP-013)."""
         reply = _error_reply(exc)
-        if self.policy.rejections_replayed:
-            # A variant of D-BRG-009: the refusal is kept for this token and text, outside the
-            # byte count (a conformance run only), and the same text replays it.
-            record.rejected[(token, digest)] = _stored(reply)
+        self.refused(record, token, digest, reply)
         return reply
 
-    def end(self, record: _Record, exc: IntentParseError, now: float) -> bytes:
+    def refused(self, record: JobRecord, token: bytes, digest: bytes, reply: Reply) -> None:
+        """D-BRG-009: a refused submission is not a used step, and nothing of it is kept."""
+
+    def replayed_refusal(self, record: JobRecord, token: bytes, digest: bytes) -> bytes | None:
+        """D-BRG-009: no refusal is kept, so none is replayed; the step is judged again."""
+        return None
+
+    def end(self, record: JobRecord, exc: IntentParseError, now: float) -> bytes:
         """Make an active job terminal with ``exc`` (cancel, expiry); returns the stored reply."""
-        record.end = _stored(_error_reply(exc))
-        self._resize(record, _record_bytes(record.steps, 0, record.end) + self.policy.record_overhead_bytes)
+        record.end = stored_reply(_error_reply(exc))
+        self._resize(record, self.record_size(_record_bytes(record.steps, 0, record.end)))
         self._to_terminal(record, now)
         # The ended record may have grown (a long detail); active bytes shrank, so reclaiming
         # terminal records always restores the budget.
         self.reclaim()
         return record.end
 
-    def _resize(self, record: _Record, new_size: int) -> None:
+    def _resize(self, record: JobRecord, new_size: int) -> None:
         # Called while the record is still in its old state, so active_bytes follows it.
         delta = new_size - record.nbytes
         record.nbytes = new_size
@@ -588,7 +574,7 @@ class _Store:
         if record.active:
             self.active_bytes += delta
 
-    def _to_terminal(self, record: _Record, now: float) -> None:
+    def _to_terminal(self, record: JobRecord, now: float) -> None:
         del self.active[record.job_id]
         self.active_bytes -= record.nbytes
         record.job = None
@@ -599,18 +585,16 @@ class _Store:
     def reclaim(self) -> None:
         """Drop terminal records, oldest-terminated first, until both budgets hold (R-CAP-011)."""
         options = self.options
-        oldest_created = self.policy.reclaim_oldest_created
         while self.terminal and (
             self.total_bytes > options.max_replay_bytes or len(self.records) > options.max_replay_entries
         ):
-            if oldest_created:
-                # A variant of D-BRG-013: records are in creation order; the first terminal one
-                # goes (O(records), acceptable in a conformance run).
-                job_id = next(i for i, r in self.records.items() if not r.active)
-                del self.terminal[job_id]
-            else:
-                job_id, _ = self.terminal.popitem(last=False)
+            job_id = self.next_to_reclaim()
+            del self.terminal[job_id]
             self._forget(job_id)
+
+    def next_to_reclaim(self) -> str:
+        """D-BRG-013: the terminal record that ended first (O(1): ``terminal`` is in that order)."""
+        return next(iter(self.terminal))
 
     def drop(self, job_id: str) -> None:
         """Forget a job whatever its state (reclaimed, session closed, replay TTL)."""
@@ -629,6 +613,20 @@ class _Store:
         self.total_bytes -= record.nbytes
         record.owner._job_ids.discard(job_id)
 
+    # --- closed sessions (D-BRG-004, D-BRG-005) ---------------------------------------------
+
+    def closed_call_before_checks(self, session: BridgeSession) -> None:
+        """D-BRG-004: an accept or cancel on a closed session checks its parameters first."""
+
+    def closed_call_after_checks(self, session: BridgeSession) -> None:
+        """D-BRG-004: then answers BRIDGE_JOB_NOT_FOUND: the jobs went with the session (spec: R-IDM-005)."""
+        raise not_found_error()
+
+    def close_session(self, session: BridgeSession) -> None:
+        """D-BRG-005: closing a session forgets every job it holds, active or retained (spec: R-LIF-012)."""
+        for job_id in list(session._job_ids):
+            self.drop(job_id)
+
 
 # --------------------------------------------------------------------------- public objects
 
@@ -640,7 +638,7 @@ class BridgeSession:
     wants a coroutine wraps the call (D-BRG-017).
     """
 
-    def __init__(self, store: _Store, bridge: IntentBridge) -> None:
+    def __init__(self, store: JobStore, bridge: IntentBridge) -> None:
         self._store = store
         self._bridge = bridge
         self._job_ids: set[str] = set()
@@ -671,9 +669,7 @@ class BridgeSession:
             message = unknown_instance_message(name, self._store.options.instances)
             raise error("BRIDGE_INSTANCE_NOT_FOUND", "bridge", message,
                         [self_issue("BRIDGE_INSTANCE_NOT_FOUND", "/instance", message)])  # fmt: skip
-        if self._store.policy.capacity_before_request:
-            # A variant of D-BRG-012: a full Bridge refuses before the request is judged.
-            self._store.check_room()
+        self._store.check_room_first()
         # D-BRG-002: the rest is a parse request, judged exactly as Intent.parse judges it
         # (spec: R-BRG-019); it is checked before capacity so that a bad request gets the
         # same answer however busy the Bridge is (D-BRG-012).
@@ -690,22 +686,22 @@ class BridgeSession:
             return _error_reply(exc)
 
     def _accept(self, request: Any) -> Reply:
-        closed = self._closed_policy()
-        if closed is not None and closed.closed_calls_unchecked:
-            raise _not_found()  # a variant of D-BRG-004: no parameter check on a closed session
+        store = self._store
+        if self.closed:
+            store.closed_call_before_checks(self)
         members = _read_members(request, ACCEPT_KEYS)
         job_id, step_token, candidate_text = (_required_text(members, name) for name in ACCEPT_KEYS)
-        store = self._store
-        if closed is not None and not closed.closed_sessions_keep_records:
-            raise _not_found()  # D-BRG-004 -- the jobs went with the session (spec: R-IDM-005)
+        if self.closed:
+            store.closed_call_after_checks(self)
         now = store.sweep()
         record = store.lookup(self, job_id)
         if record is None:  # spec: R-IDM-006
             raise store.missing(self, job_id)
         token = _token_bytes(step_token)
         digest = _digest(candidate_text)
-        if record.rejected and (token, digest) in record.rejected:  # only under a variant of D-BRG-009
-            return _fresh(record.rejected[(token, digest)])
+        refusal = store.replayed_refusal(record, token, digest)
+        if refusal is not None:
+            return _fresh(refusal)
         used = _find_step(record.steps, token)
         if used is not None:
             if hmac.compare_digest(used.digest, digest):
@@ -729,9 +725,9 @@ class BridgeSession:
             return _error_reply(exc)
 
     def _cancel(self, request: Any) -> Reply:
-        closed = self._closed_policy()
-        if closed is not None and closed.closed_calls_unchecked:
-            raise _not_found()  # a variant of D-BRG-004: no parameter check on a closed session
+        store = self._store
+        if self.closed:
+            store.closed_call_before_checks(self)
         members = _read_members(request, CANCEL_KEYS)
         job_id = _required_text(members, "jobId")
         outcome = DEFAULT_OUTCOME
@@ -742,11 +738,10 @@ class BridgeSession:
         detail = None
         if "detail" in members:
             detail = _required_text(members, "detail")
-            if utf8_length(detail, self._store.policy.lone_surrogate_utf8_bytes) > MAX_CANCEL_DETAIL_BYTES:  # spec: R-CAN-003, R-CAN-004
+            if utf8_length(detail, store.policy.lone_surrogate_utf8_bytes) > MAX_CANCEL_DETAIL_BYTES:  # spec: R-CAN-003, R-CAN-004
                 raise _bridge_input_error("/detail", f"detail exceeds {MAX_CANCEL_DETAIL_BYTES} UTF-8 bytes.")
-        store = self._store
-        if closed is not None and not closed.closed_sessions_keep_records:
-            raise _not_found()  # D-BRG-004
+        if self.closed:
+            store.closed_call_after_checks(self)  # D-BRG-004
         now = store.sweep()
         record = store.lookup(self, job_id)
         if record is None:  # spec: R-CAN-009
@@ -757,39 +752,21 @@ class BridgeSession:
 
     # --- close -----------------------------------------------------------------------------
 
-    def _closed_policy(self) -> Policy | None:
-        """None while open; once closed, the policy that says how a call is answered (D-BRG-004).
-
-        Under variants of D-BRG-004 / D-BRG-005 a
-        closed session skips the parameter checks, or still answers for the records it kept.
-        """
-        return self._store.policy if self.closed else None
-
     def close(self) -> None:
         """Release every job of this session, active or retained (spec: R-LIF-012, D-BRG-005)."""
         if self._closed:
             return
         self._closed = True
-        store = self._store
-        if store.policy.closed_sessions_keep_records:
-            # A variant of D-BRG-005: the active jobs end as a cancel would end them, and
-            # every record stays, terminal, until it is reclaimed.
-            now = store.sweep()
-            for job_id in list(self._job_ids):
-                record = store.records.get(job_id)
-                if record is not None and record.job is not None:
-                    store.end(record, record.job.cancel(DEFAULT_OUTCOME, None), now)
-        else:
-            for job_id in list(self._job_ids):
-                store.drop(job_id)
+        self._store.close_session(self)
         self._bridge._sessions.discard(self)
 
 
 class IntentBridge:
     """``createIntentBridge(config)``: ``connect()`` and ``close()`` (spec: R-BRG-016)."""
 
-    def __init__(self, options: BridgeOptions, clock: Clock, wall_clock: Clock, policy: Policy = REFERENCE_POLICY) -> None:
-        self._store = _Store(options, clock, wall_clock, policy)
+    def __init__(self, options: BridgeOptions, clock: Clock, wall_clock: Clock, policy: Policy = REFERENCE_POLICY,
+                 store: type[JobStore] | None = None) -> None:  # fmt: skip
+        self._store = (store or JobStore)(options, clock, wall_clock, policy)
         self._sessions: set[BridgeSession] = set()
 
     @property
@@ -824,13 +801,16 @@ def create_intent_bridge(
     clock: Clock | None = None,
     wall_clock: Clock | None = None,
     policy: Policy = REFERENCE_POLICY,
+    store: type[JobStore] | None = None,
 ) -> IntentBridge:
     """Build a Bridge from a BridgeConfig, or raise CONFIG_INVALID.
 
     ``clock`` is a monotonic clock in milliseconds, used for the legacy TTLs; ``wall_clock``
     gives epoch milliseconds for ``expiresAt``.  Both are injectable so tests control time
-    (D-BRG-018).  ``policy`` holds the Bridge decisions where the seeds are silent (D-BRG-*,
-    D-LIM-001): the reference's unless the suite builds a decision variant.
+    (D-BRG-018).  ``policy`` holds the values decided where the seeds are silent (the
+    capacity defaults, D-LIM-001, and the limits its calls apply); ``store`` is the class
+    whose methods are the Bridge's own decisions (D-BRG-*), ``JobStore`` unless the suite
+    builds a decision variant.
     """
-    options = read_bridge_config(config, policy)
-    return IntentBridge(options, clock or _monotonic_ms, wall_clock or _wall_ms, policy)
+    options = read_bridge_config(config, policy, store)
+    return IntentBridge(options, clock or _monotonic_ms, wall_clock or _wall_ms, policy, store)

@@ -18,6 +18,8 @@ import pytest
 from intentref.bridge import BridgeClosedError, IntentBridge, create_intent_bridge
 from intentref.core.policy import REFERENCE_POLICY, Policy
 from intentref.intent import Intent
+from intentref.suite.conformance._variant_policy import VariantPolicy
+from intentref.suite.conformance._variant_store import VariantStore
 from intentref.suite.conformance.targets import ConfigRejected, load_instances
 from intentref.suite.conformance.variants import VariantTarget, catalogue, target
 
@@ -38,13 +40,14 @@ UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9
 
 
 def _policy(name: str) -> Policy:
-    return REFERENCE_POLICY.but(**catalogue()[name].policy)
+    return VariantPolicy().but(**catalogue()[name].policy)
 
 
 def _bridge(policy: Policy, options: dict[str, Any] | None = None, **clocks: Callable[[], float]) -> IntentBridge:
     configs = load_instances()
     instances = {name: Intent(configs[name], policy=policy) for name in ("order", "default")}
-    return create_intent_bridge({"instances": instances, **(options or {})}, policy=policy, **clocks)
+    return create_intent_bridge({"instances": instances, **(options or {})}, policy=policy,
+                                store=VariantStore if isinstance(policy, VariantPolicy) else None, **clocks)
 
 
 def _both(name: str, scenario: Callable[[Policy], Any]) -> tuple[Any, Any]:

@@ -1,4 +1,4 @@
-"""The reference's ``Policy`` with core decisions taken another way: what decision variants build.
+"""The reference's ``Policy`` with decisions taken another way: what decision variants build.
 
 The core applies the reference's rules only; each rule a decision shapes is a method of
 ``intentref.core.policy.Policy`` (reading candidate text, the core contract, the data
@@ -7,6 +7,9 @@ expressions, the data validator).  ``VariantPolicy`` is that policy with one fie
 alternative reading the seeds also allow, every default the reference's, and each method
 overridden here to read its fields.  So the alternatives live beside the catalogue that
 names them (``_variants_core``), not as branches inside the rules.
+
+The Bridge's decisions are methods of ``intentref.bridge.JobStore``; the fields for those are
+here too, and ``_variant_store.VariantStore`` reads them.
 
 A field left at its default changes nothing: ``VariantPolicy()`` judges exactly as the
 reference does, which ``tests/conformance/test_variants_core.py`` checks, and every
@@ -88,6 +91,44 @@ class VariantPolicy(Policy):
     # D-TXT-001: "blank" is ECMA-262 white space, as JavaScript's trim() reads it.  False: only
     # ASCII white space is blank in a core candidate's texts (an ideographic space is text).
     ecma_blank_texts: bool = True
+
+    # --- Bridge decisions, read by ``_variant_store.VariantStore`` -----------------------------
+    # D-BRG-014: a BridgeConfig fault names the first faulty option only.  True: every faulty
+    # capacity or TTL option is listed, one issue each.
+    config_faults_all_listed: bool = False
+    # D-BRG-014: an integral float (3.0) is refused as an option.  True: accepted as 3.
+    integral_float_options: bool = False
+    # D-BRG-004, D-BRG-005: closing a session drops all its records and its calls answer
+    # BRIDGE_JOB_NOT_FOUND.  True: close ends the active jobs (as a cancel would) and keeps
+    # every record until it is reclaimed; the closed session still answers for them.
+    closed_sessions_keep_records: bool = False
+    # D-BRG-004: accept and cancel on a closed session check their parameters, then answer
+    # BRIDGE_JOB_NOT_FOUND.  True: they answer BRIDGE_JOB_NOT_FOUND without any check.
+    closed_calls_unchecked: bool = False
+    # D-BRG-009: a refused submission (oversized, over the byte budget) is not recorded.  True:
+    # its reply is kept against its token and text, and the same text on that token replays it.
+    rejections_replayed: bool = False
+    # D-BRG-010: a step that keeps the job active must fit exactly.  True: an upper estimate
+    # must fit (the old record kept whole, plus the candidate text, plus the new task twice).
+    step_budget_estimated: bool = False
+    # D-BRG-011: maxReplayBytes counts only the retained content.  >0: also this many bytes of
+    # bookkeeping (ids, tokens, digests' containers) for every record.
+    record_overhead_bytes: int = 0
+    # D-BRG-012: a prepare is judged before capacity is checked.  True: maxJobs and
+    # maxReplayEntries are checked first, so a full Bridge refuses even a bad request.
+    capacity_before_request: bool = False
+    # D-BRG-013: terminal records are reclaimed oldest-terminated first.  True: oldest-created.
+    reclaim_oldest_created: bool = False
+    # D-BRG-016: a job's deadline is its prepare time + jobTtlMs, the same for all its tasks.
+    # True: every new task renews it (an idle timeout) and carries the new expiresAt.
+    job_ttl_per_task: bool = False
+    # D-BRG-016: an expired job stays as a terminal record answering BRIDGE_JOB_EXPIRED, and
+    # a job finished in time keeps its record.  True: jobTtlMs bounds the job's whole record:
+    # at the deadline it is dropped, active or finished, and answers BRIDGE_JOB_NOT_FOUND.
+    job_ttl_drops_record: bool = False
+    # D-BRG-016: a record the replay TTL dropped answers BRIDGE_JOB_NOT_FOUND like any other.
+    # True: the session that owned it is told BRIDGE_JOB_EXPIRED (a tombstone is kept).
+    replay_ttl_tombstones: bool = False
 
     # --- candidate text (D-JSON-001 .. D-JSON-004) ------------------------------------------
 

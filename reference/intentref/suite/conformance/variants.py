@@ -36,6 +36,7 @@ from intentref.core.policy import Policy
 from intentref.mcp.replies import is_bridge_reply
 from intentref.suite.conformance._variant import BridgeReply, State, Variant
 from intentref.suite.conformance._variant_policy import VariantPolicy
+from intentref.suite.conformance._variant_store import VariantStore
 from intentref.suite.conformance.capabilities import REFERENCE_CAPABILITIES
 from intentref.suite.conformance.targets import CallSession, ConfigRejected, InProcessRun, Run, Target
 
@@ -146,7 +147,8 @@ class VariantTarget(Target):
                         if variant.config is not None:
                             config = variant.config(name, config)
                 built[name] = Intent(config, policy=self.policy)
-            bridge = create_intent_bridge({"instances": built, **bridge_options}, policy=self.policy)
+            bridge = create_intent_bridge({"instances": built, **bridge_options}, policy=self.policy,
+                                          store=VariantStore)  # fmt: skip
         except IntentParseError as exc:
             reply: BridgeReply = {"kind": "error", "error": exc.to_json()}
             for variant in self.variants:
