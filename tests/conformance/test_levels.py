@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from intentref.suite.conformance import levels, variants
+from intentref.suite.conformance.alteration import AlteredTarget
 from intentref.suite.conformance.fixtures import Case
 from intentref.suite.conformance.runner import execute
 from intentref.suite.conformance.script import FAILED, PASSED, UNSUPPORTED
@@ -201,7 +202,7 @@ def test_every_boundary_variant_answers_the_tour_differently() -> None:
 
     reference = _transcript(InProcessTarget())
     for variant in _variants_boundary.VARIANTS:
-        assert _transcript(variants.VariantTarget([variant])) != reference, variant.name
+        assert _transcript(AlteredTarget([variant])) != reference, variant.name
 
 
 def test_the_combined_variant_takes_one_variant_per_decision() -> None:

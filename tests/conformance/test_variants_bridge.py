@@ -20,8 +20,9 @@ from intentref.core.policy import REFERENCE_POLICY, Policy
 from intentref.intent import Intent
 from intentref.suite.conformance._variant_policy import VariantPolicy
 from intentref.suite.conformance._variant_store import VariantStore
+from intentref.suite.conformance.alteration import AlteredTarget
 from intentref.suite.conformance.targets import ConfigRejected, load_instances
-from intentref.suite.conformance.variants import VariantTarget, catalogue, target
+from intentref.suite.conformance.variants import catalogue, target
 
 INPUT = "查询订单 000123"
 CORE = json.dumps({"normalizedInput": "查询订单 000123。", "primaryIntent": "查询订单 000123", "requirements": [],
@@ -72,7 +73,7 @@ class _Clock:
 
 def _session(name: str | None, options: dict[str, Any] | None = None) -> Any:
     """A session of the in-process reference (``name`` None) or of the variant target."""
-    chosen_target = VariantTarget([], name="reference") if name is None else target(name)
+    chosen_target = AlteredTarget([], name="reference") if name is None else target(name)
     configs = load_instances()
     return chosen_target.open({n: configs[n] for n in ("order", "default")}, options or {}).connect()
 

@@ -1,6 +1,6 @@
 """The core decision variants really change what the reference answers (spec: D-CNF-040).
 
-Each test drives the same calls through the reference target (``variants.VariantTarget``
+Each test drives the same calls through the reference target (``AlteredTarget``
 with no variant: the defaults in force) and through one variant, and shows that the two
 answer differently, the reference as its decision says.  Every test therefore fails if the
 core stops reading the choice, and also if the defaults stop being the reference's.
@@ -22,15 +22,16 @@ from intentref.devtools.examples import ORDER_CORE, ORDER_DATA, ORDER_INPUT, ORD
 from intentref.suite.conformance import variants
 from intentref.suite.conformance._variant_policy import VariantPolicy
 from intentref.suite.conformance._variants_core import VARIANTS
+from intentref.suite.conformance.alteration import AlteredTarget
 from intentref.suite.conformance.targets import ConfigRejected
 
-REFERENCE = variants.VariantTarget([], name="reference")
+REFERENCE = AlteredTarget([], name="reference")
 CORE_TEXT = json.dumps(ORDER_CORE, ensure_ascii=False)
 DATA_TEXT = json.dumps(ORDER_DATA, ensure_ascii=False)
 STRICT = {"language": "zh-CN", "repairAttempts": 0}
 
 
-def _target(name: str | None) -> variants.VariantTarget:
+def _target(name: str | None) -> AlteredTarget:
     return REFERENCE if name is None else variants.target(name)
 
 
@@ -362,13 +363,13 @@ def test_ascii_blanks_take_an_ideographic_space_as_text() -> None:
 
 def test_a_variant_policy_left_at_its_defaults_is_the_reference() -> None:
     # Every VariantPolicy method falls back to the reference's rule at its defaults: the whole
-    # suite gives the same verdict, case by case, on the reference and on VariantTarget([]).
+    # suite gives the same verdict, case by case, on the reference and on AlteredTarget([]).
     from intentref.suite.conformance.fixtures import load_cases
     from intentref.suite.conformance.runner import execute
     from intentref.suite.conformance.targets import InProcessTarget
 
     cases = load_cases()
     reference = {o.case_id: (o.outcome, o.mismatches) for o in execute(cases, InProcessTarget())}
-    defaults = {o.case_id: (o.outcome, o.mismatches) for o in execute(cases, variants.VariantTarget([], name="defaults"))}
+    defaults = {o.case_id: (o.outcome, o.mismatches) for o in execute(cases, AlteredTarget([], name="defaults"))}
     assert len(reference) == len(cases) > 1000
     assert defaults == reference

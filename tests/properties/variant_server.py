@@ -13,15 +13,13 @@ from pathlib import Path
 
 from intentref.mcp import cli as mcp_cli
 from intentref.mcp import server as mcp_server
-from intentref.suite.conformance import faulty
 
 
 def main() -> int:
     sys.path.insert(0, str(Path(__file__).parent))
     import variant_targets  # beside this file, which is no package
 
-    factories = {"reworded": variant_targets.reworded_bridge,
-                 "status_priority": faulty.bridge_factory_for(variant_targets.StatusPriority)}  # fmt: skip
+    factories = {"reworded": variant_targets.reworded_bridge, "status_priority": variant_targets.status_priority_bridge}
     factory = factories[sys.argv[1]]
 
     mcp_server.create_intent_bridge = factory  # type: ignore[assignment]

@@ -21,44 +21,56 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from intentref.bridge import create_intent_bridge
 from intentref.suite.conformance import faulty, variants
-from intentref.suite.conformance.faulty import Fault, items_of
-from intentref.suite.conformance.targets import InProcessTarget
-from intentref.suite.conformance.variants import VariantBridge, VariantTarget
+from intentref.suite.conformance.alteration import (
+    Alteration,
+    AlteredBridge,
+    AlteredTarget,
+    altered_bridge_factory,
+)
+from intentref.suite.conformance.faulty import items_of
 
 
-class StatusPriority(Fault):
-    name = "status_priority"
-    breaks = "R-RES-038: awaiting_confirmation outranks conditional"
-    catch_with = "an item with a confirmation and a condition reason"
-    seed_rule = "001 #动作字段与状态: needs_clarification → awaiting_confirmation → conditional → ready"
+def _awaiting_confirmation_outranked(op: str, request: Any, reply: Any, memory: dict[str, Any]) -> Any:
+    for item in items_of(reply):  # a result's items and a partialResult's
+        reasons = str(item.get("reason", "")).split("\n")
+        if item.get("status") == "awaiting_confirmation" and len(reasons) >= 2:
+            item["status"] = "conditional"  # the condition ranked above the confirmation
+    return reply
 
-    def after(self, op: str, request: Any, reply: Any) -> Any:
-        for item in items_of(reply):  # a result's items and a partialResult's
-            reasons = str(item.get("reason", "")).split("\n")
-            if item.get("status") == "awaiting_confirmation" and len(reasons) >= 2:
-                item["status"] = "conditional"  # the condition ranked above the confirmation
-        return reply
+
+STATUS_PRIORITY: Final = Alteration(
+    name="status_priority",
+    summary="an item with a confirmation and a condition reason is conditional",
+    breaks="R-RES-038: awaiting_confirmation outranks conditional",
+    catch_with="an item with a confirmation and a condition reason",
+    seed_rule="001 #动作字段与状态: needs_clarification → awaiting_confirmation → conditional → ready",
+    after=_awaiting_confirmation_outranked,
+)
 
 
 # Variants of the catalogue whose decisions are spellings only: nothing the seeds fix moves.
 REWORDED: Final = ("reworded", "respelled-core-schema", "payload-layout", "uuid-tokens")
 
 
-def reworded_bridge(config: Mapping[str, Any]) -> VariantBridge:
+def reworded_bridge(config: Mapping[str, Any]) -> AlteredBridge:
     """A Bridge factory for the ``reworded`` variants, as ``variant_server.py`` needs one."""
-    return reworded().bridge_over(create_intent_bridge(config))
+    return altered_bridge_factory(reworded().alterations)(config)
 
 
-def reworded() -> VariantTarget:
+def status_priority_bridge(config: Mapping[str, Any]) -> AlteredBridge:
+    """A Bridge factory for ``status_priority``, as ``variant_server.py`` needs one."""
+    return altered_bridge_factory([STATUS_PRIORITY])(config)
+
+
+def reworded() -> AlteredTarget:
     catalogue = variants.catalogue()
-    return VariantTarget([catalogue[n] for n in REWORDED], name="variant reworded")
+    return AlteredTarget([catalogue[n] for n in REWORDED], name="variant reworded")
 
 
-def status_priority() -> InProcessTarget:
-    return faulty.target_for(StatusPriority)
+def status_priority() -> AlteredTarget:
+    return faulty.target_for(STATUS_PRIORITY)
 
 
-def replay_conflicts() -> VariantTarget:
+def replay_conflicts() -> AlteredTarget:
     return variants.target("no-replay")

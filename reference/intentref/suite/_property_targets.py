@@ -696,7 +696,7 @@ def reference_for(target: Target) -> Target:
     D-MCP-008), everything else with the Bridge itself.
     """
     if target.transport == "mcp":
-        from intentref.suite.conformance.faulty import McpModelTarget
+        from intentref.suite.conformance.mcp_model import McpModelTarget
 
         return McpModelTarget()
     return InProcessTarget()

@@ -34,7 +34,7 @@ EXPIRED_MESSAGE = "The retained replies of this job expired (replayTtlMs)."
 
 
 def _knobs(policy: Policy) -> VariantPolicy:
-    # A VariantStore is built only with a VariantPolicy (VariantTarget.open); any other policy
+    # A VariantStore is built only with a VariantPolicy (AlteredTarget.open); any other policy
     # reads as VariantPolicy's defaults, which are the reference's.
     return policy if isinstance(policy, VariantPolicy) else VariantPolicy()
 

@@ -1,7 +1,7 @@
 """Decision variants made at the boundary: wording, payload layout, issue lists, codes.
 
 Each variant takes a reference decision another way that the seeds also allow, by rewriting
-requests before the reference sees them and replies after (``variants.Variant``).  These
+requests before the reference sees them and replies after (``variants.Alteration``).  These
 are the choices an independent implementation most often makes differently.  Every rewrite
 is deterministic, so a replayed reply is rewritten to the same bytes as the first answer.
 """
@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from intentref.suite.conformance._variant import BridgeReply, State, Variant
+from intentref.suite.conformance.alteration import Alteration, BridgeReply, Memory
 from intentref.suite.conformance.capabilities import REPAIR_ATTEMPTS
 
 DATA_ISSUE_CODES = frozenset({
@@ -48,7 +48,7 @@ def _error_reply(code: str, stage: str, message: str, issues: list[dict[str, Any
 # --------------------------------------------------------------------------- wording
 
 
-def _reword(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+def _reword(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
     err = _error(reply)
     if err is not None:
         err["message"] = f"[{err['code']} at stage {err['stage']}] the call could not be completed."
@@ -64,7 +64,7 @@ def _reword(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeRe
     return reply
 
 
-REWORDED = Variant(
+REWORDED = Alteration(
     name="reworded",
     decisions=("D-ERR-006", "D-INS-001"),
     summary="other error and issue messages, other task instructions",
@@ -88,14 +88,14 @@ def _respell_schema(schema: Any) -> Any:
     return schema
 
 
-def _respell_format(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+def _respell_format(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
     fmt = reply.get("format") if reply.get("kind") == "task" else None
     if isinstance(fmt, dict) and fmt.get("kind") == "json_schema" and isinstance(fmt.get("schema"), dict):
         fmt["schema"] = _respell_schema(fmt["schema"])
     return reply
 
 
-RESPELLED_CORE_SCHEMA = Variant(
+RESPELLED_CORE_SCHEMA = Alteration(
     name="respelled-core-schema",
     decisions=("D-COR-001",),
     summary="an equivalent intent_core schema, spelled differently",
@@ -106,7 +106,7 @@ RESPELLED_CORE_SCHEMA = Variant(
 # --------------------------------------------------------------------------- payloads
 
 
-def _payload_layout(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+def _payload_layout(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
     payload = _payload(reply)
     if payload is not None:
         if reply.get("stage") == "core":
@@ -117,7 +117,7 @@ def _payload_layout(op: str, request: Any, reply: BridgeReply, state: State) -> 
     return reply
 
 
-PAYLOAD_LAYOUT = Variant(
+PAYLOAD_LAYOUT = Alteration(
     name="payload-layout",
     decisions=("D-PAY-001", "D-PAY-003"),
     summary="payload members in another order, written with ASCII escapes and spaces; no structuredLanguage in the core payload",
@@ -125,7 +125,7 @@ PAYLOAD_LAYOUT = Variant(
 )
 
 
-def _context_entries(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+def _context_entries(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
     payload = _payload(reply)
     if payload is not None and isinstance(payload.get("context"), list):
         payload["context"] = [
@@ -136,7 +136,7 @@ def _context_entries(op: str, request: Any, reply: BridgeReply, state: State) ->
     return reply
 
 
-CONTEXT_ENTRIES = Variant(
+CONTEXT_ENTRIES = Alteration(
     name="context-entries",
     decisions=("D-PAY-002",),
     summary="payload context entries as {role, text, sourceId}",
@@ -144,7 +144,7 @@ CONTEXT_ENTRIES = Variant(
 )
 
 
-def _repair_material(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+def _repair_material(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
     payload = _payload(reply)
     repair = payload.get("repair") if payload is not None else None
     if isinstance(repair, dict):
@@ -160,7 +160,7 @@ def _repair_material(op: str, request: Any, reply: BridgeReply, state: State) ->
     return reply
 
 
-REPAIR_MATERIAL = Variant(
+REPAIR_MATERIAL = Alteration(
     name="repair-material",
     decisions=("D-PAY-004",),
     summary="payload.repair as {round, problems: [{at, why}], yourLastAnswer}",
@@ -168,14 +168,14 @@ REPAIR_MATERIAL = Variant(
 )
 
 
-def _request_order(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+def _request_order(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
     """selectedFields (and the selected schema's members) in the order the request listed them."""
     if op == "prepare" and reply.get("kind") == "task" and isinstance(request, Mapping):
         fields = request.get("fields")
         if isinstance(fields, list):
-            state.setdefault("fields", {})[reply.get("jobId")] = [f for f in fields if isinstance(f, str)]
+            memory.setdefault("fields", {})[reply.get("jobId")] = [f for f in fields if isinstance(f, str)]
     payload = _payload(reply)
-    wanted = state.get("fields", {}).get(reply.get("jobId"))
+    wanted = memory.get("fields", {}).get(reply.get("jobId"))
     if payload is None or wanted is None or not isinstance(payload.get("selectedFields"), list):
         return reply
     order = {name: index for index, name in enumerate(dict.fromkeys(wanted))}
@@ -192,7 +192,7 @@ def _request_order(op: str, request: Any, reply: BridgeReply, state: State) -> B
     return reply
 
 
-REQUEST_ORDER_FIELDS = Variant(
+REQUEST_ORDER_FIELDS = Alteration(
     name="request-order-fields",
     decisions=("D-REQ-002",),
     summary="selectedFields in the order the request lists them",
@@ -200,7 +200,7 @@ REQUEST_ORDER_FIELDS = Variant(
 )
 
 
-def _lean_selected_schema(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+def _lean_selected_schema(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
     payload = _payload(reply)
     schema = payload.get("selectedSchema") if payload is not None else None
     if isinstance(schema, dict):
@@ -214,7 +214,7 @@ def _lean_selected_schema(op: str, request: Any, reply: BridgeReply, state: Stat
     return reply
 
 
-LEAN_SELECTED_SCHEMA = Variant(
+LEAN_SELECTED_SCHEMA = Alteration(
     name="lean-selected-schema",
     decisions=("D-SCH-006",),
     summary="the selected schema omits an empty required list and the root's title and description",
@@ -225,7 +225,7 @@ LEAN_SELECTED_SCHEMA = Variant(
 # --------------------------------------------------------------------------- issue lists
 
 
-def _plain_contract_issues(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+def _plain_contract_issues(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
     err = _error(reply)
     if err is not None and err.get("code") == "MODEL_OUTPUT_INVALID":
         err["issues"] = [{"code": "MODEL_OUTPUT_INVALID", "category": "processing", "path": None,
@@ -240,7 +240,7 @@ def _plain_contract_issues(op: str, request: Any, reply: BridgeReply, state: Sta
     return reply
 
 
-PLAIN_CONTRACT_ISSUES = Variant(
+PLAIN_CONTRACT_ISSUES = Alteration(
     name="plain-contract-issues",
     decisions=("D-ERR-007",),
     summary="MODEL_OUTPUT_INVALID carries one issue with path null, not pointers into the candidate",
@@ -248,14 +248,14 @@ PLAIN_CONTRACT_ISSUES = Variant(
 )
 
 
-def _bare_not_found(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+def _bare_not_found(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
     err = _error(reply)
     if err is not None and err.get("code") == "BRIDGE_JOB_NOT_FOUND":
         err["issues"] = []
     return reply
 
 
-BARE_NOT_FOUND = Variant(
+BARE_NOT_FOUND = Alteration(
     name="bare-not-found",
     decisions=("D-BRG-003",),
     summary="BRIDGE_JOB_NOT_FOUND carries no issue",
@@ -263,14 +263,14 @@ BARE_NOT_FOUND = Variant(
 )
 
 
-def _partial_on_extraction_only(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+def _partial_on_extraction_only(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
     err = _error(reply)
     if err is not None and err.get("code") != "DATA_EXTRACTION_FAILED":
         err.pop("partialResult", None)
     return reply
 
 
-PARTIAL_ON_EXTRACTION_ONLY = Variant(
+PARTIAL_ON_EXTRACTION_ONLY = Alteration(
     name="partial-on-extraction-only",
     decisions=("D-ERR-009",),
     summary="partialResult only on DATA_EXTRACTION_FAILED",
@@ -281,14 +281,14 @@ PARTIAL_ON_EXTRACTION_ONLY = Variant(
 CANCEL_CODES = ("MODEL_ABORTED", "MODEL_REFUSED", "MODEL_OUTPUT_INCOMPLETE")
 
 
-def _detail_dropped(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+def _detail_dropped(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
     err = _error(reply)
     if err is not None and err.get("code") in CANCEL_CODES:
         err["issues"] = []
     return reply
 
 
-DETAIL_DROPPED = Variant(
+DETAIL_DROPPED = Alteration(
     name="cancel-detail-dropped",
     decisions=("D-CAN-002",),
     summary="a cancel's detail is not kept as an issue",
@@ -296,7 +296,7 @@ DETAIL_DROPPED = Variant(
 )
 
 
-def _parameter_faults_at_input(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+def _parameter_faults_at_input(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
     err = _error(reply)
     if err is not None and err.get("code") == "INPUT_INVALID" and err.get("stage") == "bridge":
         err["stage"] = "input"
@@ -304,7 +304,7 @@ def _parameter_faults_at_input(op: str, request: Any, reply: BridgeReply, state:
     return reply
 
 
-PARAMETER_FAULTS_AT_INPUT = Variant(
+PARAMETER_FAULTS_AT_INPUT = Alteration(
     name="parameter-faults-at-input",
     decisions=("D-BRG-001",),
     summary="a malformed call is INPUT_INVALID at stage input, without issues",
@@ -322,7 +322,7 @@ _RENAMED_CODES = {
 }
 
 
-def _other_codes(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+def _other_codes(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
     err = _error(reply)
     if err is None or err.get("code") not in _RENAMED_CODES:
         return reply
@@ -337,7 +337,7 @@ def _other_codes(op: str, request: Any, reply: BridgeReply, state: State) -> Bri
     return reply
 
 
-OTHER_CODES = Variant(
+OTHER_CODES = Alteration(
     name="other-codes",
     decisions=("D-ERR-001", "D-ERR-002", "D-ERR-003", "D-ERR-005"),
     summary="CONFIG_INVALID, BRIDGE_INSTANCE_NOT_FOUND and BRIDGE_JOB_EXPIRED under other codes",
@@ -353,13 +353,13 @@ _MEMBERS = {"prepare": _PARSE_MEMBERS, "accept": ("jobId", "stepToken", "candida
             "cancel": ("jobId", "outcome", "detail")}  # fmt: skip
 
 
-def _ignore_unknown_members(op: str, request: Any, state: State) -> Any:
+def _ignore_unknown_members(op: str, request: Any, memory: Memory) -> Any:
     if isinstance(request, dict) and op in _MEMBERS:
         return {k: v for k, v in request.items() if k in _MEMBERS[op]}
     return request
 
 
-LENIENT_MEMBERS = Variant(
+LENIENT_MEMBERS = Alteration(
     name="lenient-members",
     decisions=("D-REQ-001",),
     summary="unknown request members are ignored, not refused",
@@ -367,7 +367,7 @@ LENIENT_MEMBERS = Variant(
 )
 
 
-def _fields_null_refused(op: str, request: Any, state: State) -> Any:
+def _fields_null_refused(op: str, request: Any, memory: Memory) -> Any:
     if op == "prepare" and isinstance(request, dict) and "fields" in request and request["fields"] is None:
         message = "fields must be an array of field names."
         return _error_reply("INPUT_INVALID", "input", message, [
@@ -375,7 +375,7 @@ def _fields_null_refused(op: str, request: Any, state: State) -> Any:
     return request
 
 
-FIELDS_NULL_REFUSED = Variant(
+FIELDS_NULL_REFUSED = Alteration(
     name="fields-null-refused",
     decisions=("D-REQ-005",),
     summary="fields: null is refused, not read as absent",
@@ -383,7 +383,7 @@ FIELDS_NULL_REFUSED = Variant(
 )
 
 
-def _strict_context(op: str, request: Any, state: State) -> Any:
+def _strict_context(op: str, request: Any, memory: Memory) -> Any:
     if op != "prepare" or not isinstance(request, dict) or "context" not in request:
         return request
     context = request["context"]
@@ -410,7 +410,7 @@ def _strict_context(op: str, request: Any, state: State) -> Any:
     return request
 
 
-STRICT_CONTEXT = Variant(
+STRICT_CONTEXT = Alteration(
     name="strict-context",
     decisions=("D-REQ-004",),
     summary="blank or null context refused; extra message members ignored",
@@ -428,7 +428,7 @@ def _replace_surrogates(value: Any) -> Any:
     return value
 
 
-def _surrogates_replaced(op: str, request: Any, state: State) -> Any:
+def _surrogates_replaced(op: str, request: Any, memory: Memory) -> Any:
     if op == "prepare" and isinstance(request, dict):
         for member in ("input", "context"):
             if member in request:
@@ -436,7 +436,7 @@ def _surrogates_replaced(op: str, request: Any, state: State) -> Any:
     return request
 
 
-SURROGATES_REPLACED = Variant(
+SURROGATES_REPLACED = Alteration(
     name="surrogates-replaced",
     decisions=("D-REQ-003",),
     summary="lone surrogates in request text become U+FFFD, as a JavaScript host's encoder writes them",
@@ -444,13 +444,13 @@ SURROGATES_REPLACED = Variant(
 )
 
 
-def _null_outcome_is_absent(op: str, request: Any, state: State) -> Any:
+def _null_outcome_is_absent(op: str, request: Any, memory: Memory) -> Any:
     if op == "cancel" and isinstance(request, dict) and "outcome" in request and request["outcome"] is None:
         del request["outcome"]
     return request
 
 
-NULL_OUTCOME = Variant(
+NULL_OUTCOME = Alteration(
     name="null-outcome-default",
     decisions=("D-BRG-015",),
     summary="cancel outcome: null means the default, cancelled",
@@ -466,7 +466,7 @@ def _without_repair_attempts(name: str, config: dict[str, Any]) -> dict[str, Any
     return config
 
 
-REPAIRS_NOT_CONFIGURABLE = Variant(
+REPAIRS_NOT_CONFIGURABLE = Alteration(
     name="repairs-not-configurable",
     decisions=("D-CFG-001", "D-LIM-005"),
     summary="an instance takes no repairAttempts member: one repair per stage, always",
@@ -480,7 +480,7 @@ def _default_language_zh(name: str, config: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
-DEFAULT_LANGUAGE_ZH = Variant(
+DEFAULT_LANGUAGE_ZH = Alteration(
     name="default-language-zh",
     decisions=("D-CFG-002",),
     summary="language defaults to zh-CN",
@@ -515,7 +515,7 @@ def _combination_length_is_a_limit(name: str, config: dict[str, Any]) -> dict[st
     return config
 
 
-COMBINATION_LIMIT = Variant(
+COMBINATION_LIMIT = Alteration(
     name="combination-length-limit",
     decisions=("D-SCH-005",),
     summary="an anyOf/oneOf/allOf array outside 1-16 is LIMIT_EXCEEDED, not SCHEMA_UNSUPPORTED",
@@ -535,24 +535,24 @@ def _conflict(path: str = "/stepToken") -> BridgeReply:
 _MOVED_BY_SUBMISSION = ("MODEL_OUTPUT_INVALID", "DATA_EXTRACTION_FAILED")
 
 
-def _no_replay_before(op: str, request: Any, state: State) -> Any:
+def _no_replay_before(op: str, request: Any, memory: Memory) -> Any:
     if op == "accept" and isinstance(request, dict) \
-            and (request.get("jobId"), request.get("stepToken")) in state.setdefault("used", set()):
+            and (request.get("jobId"), request.get("stepToken")) in memory.setdefault("used", set()):
         return _conflict()
     return request
 
 
-def _no_replay_after(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+def _no_replay_after(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
     if op != "accept" or not isinstance(request, dict):
         return reply
     err = _error(reply)
     moved = reply.get("kind") in ("task", "result") or (err is not None and err.get("code") in _MOVED_BY_SUBMISSION)
     if moved:
-        state.setdefault("used", set()).add((request.get("jobId"), request.get("stepToken")))
+        memory.setdefault("used", set()).add((request.get("jobId"), request.get("stepToken")))
     return reply
 
 
-NO_REPLAY = Variant(
+NO_REPLAY = Alteration(
     name="no-replay",
     decisions=("D-BRG-007",),
     summary="a used step token is a conflict even with the identical candidate (no retained-reply replay)",
@@ -561,8 +561,8 @@ NO_REPLAY = Variant(
 )
 
 
-def _track_open_tokens(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
-    open_tokens = state.setdefault("open", {})
+def _track_open_tokens(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
+    open_tokens = memory.setdefault("open", {})
     if reply.get("kind") == "task":
         open_tokens[reply.get("jobId")] = reply.get("stepToken")
     elif op == "accept" and isinstance(request, dict):
@@ -573,18 +573,18 @@ def _track_open_tokens(op: str, request: Any, reply: BridgeReply, state: State) 
         err = _error(reply)
         job = request.get("jobId")
         if err is not None and err.get("code") in CANCEL_CODES and job in open_tokens:
-            state.setdefault("cancelled", set()).add((job, open_tokens.pop(job)))
+            memory.setdefault("cancelled", set()).add((job, open_tokens.pop(job)))
     return reply
 
 
-def _cancelled_token_conflicts(op: str, request: Any, state: State) -> Any:
+def _cancelled_token_conflicts(op: str, request: Any, memory: Memory) -> Any:
     if op == "accept" and isinstance(request, dict) \
-            and (request.get("jobId"), request.get("stepToken")) in state.get("cancelled", set()):
+            and (request.get("jobId"), request.get("stepToken")) in memory.get("cancelled", set()):
         return _conflict()
     return request
 
 
-CANCELLED_TOKEN_CONFLICTS = Variant(
+CANCELLED_TOKEN_CONFLICTS = Alteration(
     name="cancelled-token-conflicts",
     decisions=("D-BRG-008",),
     summary="the open token of a cancelled job is a conflict, not the job's terminal reply",
@@ -599,7 +599,7 @@ CANCELLED_TOKEN_CONFLICTS = Variant(
 _CONFIG_CODES = ("SCHEMA_UNSUPPORTED", "LIMIT_EXCEEDED", "CONFIG_INVALID")
 
 
-def _other_issue_categories(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+def _other_issue_categories(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
     """A definition problem filed as category definition; an unknown field too (it is not defined)."""
     err = _error(reply)
     if err is None:
@@ -612,7 +612,7 @@ def _other_issue_categories(op: str, request: Any, reply: BridgeReply, state: St
     return reply
 
 
-OTHER_ISSUE_CATEGORIES = Variant(
+OTHER_ISSUE_CATEGORIES = Alteration(
     name="other-issue-categories",
     decisions=("D-ERR-001",),
     summary="configuration and unknown-field issues filed under category definition",
@@ -626,7 +626,7 @@ def _parent_pointer(path: Any) -> Any:
     return path
 
 
-def _request_faults_without_pointers(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+def _request_faults_without_pointers(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
     """Request faults name what is wrong in words only: their issues carry no pointer."""
     err = _error(reply)
     if err is not None and err.get("stage") == "input":
@@ -636,7 +636,7 @@ def _request_faults_without_pointers(op: str, request: Any, reply: BridgeReply, 
     return reply
 
 
-COARSE_REQUEST_POINTERS = Variant(
+COARSE_REQUEST_POINTERS = Alteration(
     name="request-faults-without-pointers",
     decisions=("D-REQ-007",),
     summary="a request fault's issue has path null instead of a pointer into the request",
@@ -644,7 +644,7 @@ COARSE_REQUEST_POINTERS = Variant(
 )
 
 
-def _node_pointers(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+def _node_pointers(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
     """A construction error points at the schema node holding the keyword, not at the keyword."""
     err = _error(reply)
     if err is not None and err.get("stage") == "config":
@@ -654,7 +654,7 @@ def _node_pointers(op: str, request: Any, reply: BridgeReply, state: State) -> B
     return reply
 
 
-NODE_POINTERS = Variant(
+NODE_POINTERS = Alteration(
     name="construction-error-at-node",
     decisions=("D-SCH-008",),
     summary="a construction error points at the schema node, not at its keyword",
@@ -678,7 +678,7 @@ def _empty_enum_accepted(name: str, config: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
-EMPTY_ENUM_ACCEPTED = Variant(
+EMPTY_ENUM_ACCEPTED = Alteration(
     name="empty-enum-accepted",
     decisions=("D-SCH-012",),
     summary="enum: [] is accepted (it admits no value)",
@@ -686,19 +686,19 @@ EMPTY_ENUM_ACCEPTED = Variant(
 )
 
 
-def _issued_jobs(state: State) -> dict[Any, Any]:
-    issued: dict[Any, Any] = state["bridge"].setdefault("issued", {})
+def _issued_jobs(memory: Memory) -> dict[Any, Any]:
+    issued: dict[Any, Any] = memory["bridge"].setdefault("issued", {})
     return issued
 
 
-def _record_issued(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+def _record_issued(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
     if op == "prepare" and reply.get("kind") == "task":
-        _issued_jobs(state)[reply.get("jobId")] = state["session"]
+        _issued_jobs(memory)[reply.get("jobId")] = memory["session"]
     err = _error(reply)
     if err is None or err.get("code") != "BRIDGE_JOB_NOT_FOUND" or not isinstance(request, dict):
         return reply
-    owner = _issued_jobs(state).get(request.get("jobId"))
-    if owner is not None and owner is not state["session"]:  # another connection's (or a closed one's)
+    owner = _issued_jobs(memory).get(request.get("jobId"))
+    if owner is not None and owner is not memory["session"]:  # another connection's (or a closed one's)
         message = "This job belongs to another connection."
         return _error_reply("INPUT_INVALID", "bridge", message,
                             [{"code": "INPUT_INVALID", "category": "input", "path": "/jobId", "message": message}])  # fmt: skip
@@ -707,16 +707,16 @@ def _record_issued(op: str, request: Any, reply: BridgeReply, state: State) -> B
     return reply
 
 
-def _never_issued_is_invalid(op: str, request: Any, state: State) -> Any:
+def _never_issued_is_invalid(op: str, request: Any, memory: Memory) -> Any:
     if op in ("accept", "cancel") and isinstance(request, dict) and isinstance(request.get("jobId"), str) \
-            and request["jobId"] not in _issued_jobs(state):
+            and request["jobId"] not in _issued_jobs(memory):
         message = "jobId was never issued by this Bridge."
         return _error_reply("INPUT_INVALID", "bridge", message,
                             [{"code": "INPUT_INVALID", "category": "input", "path": "/jobId", "message": message}])  # fmt: skip
     return request
 
 
-JOB_NOT_FOUND_BY_CAUSE = Variant(
+JOB_NOT_FOUND_BY_CAUSE = Alteration(
     name="unknown-jobs-by-cause",
     decisions=("D-BRG-003",),
     summary="a jobId never issued, or another connection's, is INPUT_INVALID; accept on a job no longer held words NOT_FOUND its own way",
@@ -725,14 +725,14 @@ JOB_NOT_FOUND_BY_CAUSE = Variant(
 )
 
 
-def _tokens_judged_otherwise(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+def _tokens_judged_otherwise(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
     """Where the reference answers a conflict on one of this session's jobs, say why instead.
 
     Seed 000 says such tokens *may* be answered BRIDGE_STEP_CONFLICT; it lets only an
     identical candidate reuse a retained reply, so the alternative is another error, not a replay.
     """
-    tokens = state.setdefault("tokens", {})
-    used = state.setdefault("used_tokens", set())
+    tokens = memory.setdefault("tokens", {})
+    used = memory.setdefault("used_tokens", set())
     if reply.get("kind") == "task":
         tokens.setdefault(reply.get("jobId"), set()).add(reply.get("stepToken"))
     if op != "accept" or not isinstance(request, dict):
@@ -753,7 +753,7 @@ def _tokens_judged_otherwise(op: str, request: Any, reply: BridgeReply, state: S
                         [{"code": "INPUT_INVALID", "category": "input", "path": path, "message": message}])  # fmt: skip
 
 
-TOKENS_JUDGED_OTHERWISE = Variant(
+TOKENS_JUDGED_OTHERWISE = Alteration(
     name="tokens-judged-otherwise",
     decisions=("D-BRG-008",),
     summary="a token never issued for the job, or a used one with another text, is INPUT_INVALID, not a conflict",
@@ -761,14 +761,14 @@ TOKENS_JUDGED_OTHERWISE = Variant(
 )
 
 
-def _cancel_at_bridge(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+def _cancel_at_bridge(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
     err = _error(reply)
     if err is not None and err.get("code") in CANCEL_CODES:  # also when an accept answers it
         err["stage"] = "bridge"
     return reply
 
 
-CANCEL_AT_BRIDGE = Variant(
+CANCEL_AT_BRIDGE = Alteration(
     name="cancel-at-bridge-stage",
     decisions=("D-BRG-015",),
     summary="a cancelled job's error has stage bridge, not the stage it was in",
@@ -776,11 +776,11 @@ CANCEL_AT_BRIDGE = Variant(
 )
 
 
-def _detail_kept_verbatim(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+def _detail_kept_verbatim(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
     err = _error(reply)
     if err is None or err.get("code") not in CANCEL_CODES or not isinstance(request, dict):
         return reply
-    ended = state.setdefault("ended_by_cancel", {})
+    ended = memory.setdefault("ended_by_cancel", {})
     job = request.get("jobId")
     if job in ended:  # the job's ending, however it is asked for again, reads as it first did
         first: BridgeReply = json.loads(json.dumps(ended[job]))
@@ -792,7 +792,7 @@ def _detail_kept_verbatim(op: str, request: Any, reply: BridgeReply, state: Stat
     return reply
 
 
-DETAIL_KEPT_VERBATIM = Variant(
+DETAIL_KEPT_VERBATIM = Alteration(
     name="cancel-detail-verbatim",
     decisions=("D-CAN-002",),
     summary="any non-empty cancel detail, blank or not, is kept as the error's issue",
@@ -800,7 +800,7 @@ DETAIL_KEPT_VERBATIM = Variant(
 )
 
 
-def _repeated_field_refused(op: str, request: Any, state: State) -> Any:
+def _repeated_field_refused(op: str, request: Any, memory: Memory) -> Any:
     if op == "prepare" and isinstance(request, dict) and isinstance(request.get("fields"), list):
         fields = request["fields"]
         for index, name in enumerate(fields):
@@ -811,7 +811,7 @@ def _repeated_field_refused(op: str, request: Any, state: State) -> Any:
     return request
 
 
-REPEATED_FIELD_REFUSED = Variant(
+REPEATED_FIELD_REFUSED = Alteration(
     name="repeated-field-refused",
     decisions=("D-REQ-002",),
     summary="a field named twice in fields is refused",
@@ -819,12 +819,12 @@ REPEATED_FIELD_REFUSED = Variant(
 )
 
 
-def _replay_ttl_bounds_idle_jobs(op: str, request: Any, state: State) -> Any:
+def _replay_ttl_bounds_idle_jobs(op: str, request: Any, memory: Memory) -> Any:
     """With replayTtlMs set, a job untouched for that long is gone, active or not."""
     import time
 
-    ttl = state["bridge"]["options"].get("replayTtlMs") or 0
-    touched = state.setdefault("touched", {})
+    ttl = memory["bridge"]["options"].get("replayTtlMs") or 0
+    touched = memory.setdefault("touched", {})
     job = request.get("jobId") if isinstance(request, dict) else None
     now = time.monotonic() * 1000
     if ttl > 0 and op in ("accept", "cancel") and job in touched and now - touched[job] >= ttl:
@@ -834,18 +834,18 @@ def _replay_ttl_bounds_idle_jobs(op: str, request: Any, state: State) -> Any:
     return request
 
 
-def _touch(op: str, request: Any, reply: BridgeReply, state: State) -> BridgeReply:
+def _touch(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
     import time
 
     job = reply.get("jobId") if reply.get("kind") == "task" else None
     if job is None and isinstance(request, dict) and op in ("accept", "cancel") and _error(reply) is None:
         job = request.get("jobId")
     if isinstance(job, str):
-        state.setdefault("touched", {})[job] = time.monotonic() * 1000
+        memory.setdefault("touched", {})[job] = time.monotonic() * 1000
     return reply
 
 
-REPLAY_TTL_BOUNDS_IDLE_JOBS = Variant(
+REPLAY_TTL_BOUNDS_IDLE_JOBS = Alteration(
     name="replay-ttl-bounds-idle-jobs",
     decisions=("D-BRG-016",),
     summary="replayTtlMs also drops an active job left untouched that long",

@@ -89,7 +89,7 @@ def _result(name: str, cases: list[Any], outcomes: dict[str, Any], seconds: floa
     from intentref.suite.conformance import variants
     from intentref.suite.conformance.script import ERRORED, FAILED, UNSUPPORTED
 
-    taken = variants.target(name).variants
+    taken = variants.target(name).alterations
     result = VariantResult(name, tuple(d for v in taken for d in v.decisions), "; ".join(v.summary for v in taken))
     for case in cases:
         outcome = outcomes[case.id]
