@@ -12,14 +12,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from intentref.core.errors import CANCEL_CODES, DATA_ISSUE_CODES
 from intentref.suite.conformance.alteration import Alteration, BridgeReply, Memory
 from intentref.suite.conformance.capabilities import REPAIR_ATTEMPTS
-
-DATA_ISSUE_CODES = frozenset({
-    "DATA_REQUIRED_MISSING", "DATA_AMBIGUOUS", "DATA_CONFLICT", "DATA_DEPENDENCY_MISSING",
-    "DATA_CARDINALITY_MISMATCH", "DATA_VALUE_UNREPRESENTABLE", "DATA_CONSTRAINT_VIOLATED",
-    "DATA_DESCRIPTION_UNDETERMINED", "DATA_SOURCE_INVALID",
-})  # fmt: skip
 
 
 def _error(reply: BridgeReply) -> dict[str, Any] | None:
@@ -278,12 +273,13 @@ PARTIAL_ON_EXTRACTION_ONLY = Alteration(
 )
 
 
-CANCEL_CODES = ("MODEL_ABORTED", "MODEL_REFUSED", "MODEL_OUTPUT_INCOMPLETE")
+# The codes a cancel ends a job with, whatever its outcome (the core's table, read here).
+CANCEL_ENDINGS = tuple(CANCEL_CODES.values())
 
 
 def _detail_dropped(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
     err = _error(reply)
-    if err is not None and err.get("code") in CANCEL_CODES:
+    if err is not None and err.get("code") in CANCEL_ENDINGS:
         err["issues"] = []
     return reply
 
@@ -572,7 +568,7 @@ def _track_open_tokens(op: str, request: Any, reply: BridgeReply, memory: Memory
     if op == "cancel" and isinstance(request, dict):
         err = _error(reply)
         job = request.get("jobId")
-        if err is not None and err.get("code") in CANCEL_CODES and job in open_tokens:
+        if err is not None and err.get("code") in CANCEL_ENDINGS and job in open_tokens:
             memory.setdefault("cancelled", set()).add((job, open_tokens.pop(job)))
     return reply
 
@@ -763,7 +759,7 @@ TOKENS_JUDGED_OTHERWISE = Alteration(
 
 def _cancel_at_bridge(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
     err = _error(reply)
-    if err is not None and err.get("code") in CANCEL_CODES:  # also when an accept answers it
+    if err is not None and err.get("code") in CANCEL_ENDINGS:  # also when an accept answers it
         err["stage"] = "bridge"
     return reply
 
@@ -778,7 +774,7 @@ CANCEL_AT_BRIDGE = Alteration(
 
 def _detail_kept_verbatim(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
     err = _error(reply)
-    if err is None or err.get("code") not in CANCEL_CODES or not isinstance(request, dict):
+    if err is None or err.get("code") not in CANCEL_ENDINGS or not isinstance(request, dict):
         return reply
     ended = memory.setdefault("ended_by_cancel", {})
     job = request.get("jobId")
