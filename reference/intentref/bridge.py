@@ -44,7 +44,7 @@ from intentref.core.limits import (
 from intentref.core.policy import REFERENCE_POLICY, Policy
 from intentref.intent import Intent
 
-Reply = dict[str, Any]
+BridgeReply = dict[str, Any]
 Clock = Callable[[], float]
 
 # An unknown instance's message quotes the name given and the configured ones, bounded: the
@@ -127,14 +127,14 @@ def read_bridge_config(config: Any, policy: Policy = REFERENCE_POLICY, store: ty
 # --------------------------------------------------------------------------- replies
 
 
-def _error_reply(exc: IntentParseError) -> Reply:
+def _error_reply(exc: IntentParseError) -> BridgeReply:
     """The one place an IntentParseError becomes a BridgeReply (spec: R-RPY-004)."""
     return {"kind": "error", "error": exc.to_json()}
 
 
-def _task_reply(job_id: str, token: str, task: Task, expires_at: str | None) -> Reply:
+def _task_reply(job_id: str, token: str, task: Task, expires_at: str | None) -> BridgeReply:
     # spec: R-RPY-002 -- the members in the seed's order; expiresAt last and only with a TTL.
-    reply: Reply = {
+    reply: BridgeReply = {
         "kind": "task",
         "jobId": job_id,
         "stepToken": token,
@@ -148,7 +148,7 @@ def _task_reply(job_id: str, token: str, task: Task, expires_at: str | None) -> 
     return reply
 
 
-def _outcome_reply(job_id: str, outcome: Outcome, expires_at: str | None) -> tuple[Reply, str | None]:
+def _outcome_reply(job_id: str, outcome: Outcome, expires_at: str | None) -> tuple[BridgeReply, str | None]:
     """The reply to a judged submission, and the new stepToken when it is a task."""
     if outcome.task is not None:
         token = _new_token()  # spec: R-LIF-011 -- every new step has its own token
@@ -159,7 +159,7 @@ def _outcome_reply(job_id: str, outcome: Outcome, expires_at: str | None) -> tup
     return _error_reply(outcome.failure), None
 
 
-def stored_reply(reply: Reply) -> bytes:
+def stored_reply(reply: BridgeReply) -> bytes:
     """The retained form of a reply: its compact JSON as UTF-8 (D-BRG-007, D-BRG-011).
 
     Bytes, not str: a str of mostly-ASCII text with some Chinese is held at two bytes a
@@ -176,7 +176,7 @@ class _RetainedReply(dict[str, Any]):
     json_text: str
 
 
-def _fresh(stored: bytes) -> Reply:
+def _fresh(stored: bytes) -> BridgeReply:
     # Every caller gets its own objects: a retained reply must not change because one caller
     # edited what it was given, and no reply may alias the core's shared schema objects.
     # The text is decoded with surrogatepass, the mirror of stored_reply.
@@ -186,7 +186,7 @@ def _fresh(stored: bytes) -> Reply:
     return reply
 
 
-def retained_json(reply: Reply) -> str | None:
+def retained_json(reply: BridgeReply) -> str | None:
     """The compact JSON ``reply`` was decoded from, when it came straight from a Bridge call.
 
     D-BRG-021: an adapter that sends a reply as JSON text (the MCP envelope) can send this
@@ -503,7 +503,7 @@ class JobStore:
 
     # --- transitions -----------------------------------------------------------------------
 
-    def submit(self, record: JobRecord, candidate_text: str, token: bytes, digest: bytes, now: float) -> Reply:
+    def submit(self, record: JobRecord, candidate_text: str, token: bytes, digest: bytes, now: float) -> BridgeReply:
         """Judge a submission for the record's current step, committing only if it fits."""
         assert record.job is not None
         trial = _fork(record.job)
@@ -543,13 +543,13 @@ class JobStore:
         self.reclaim()
         return _fresh(step.reply)
 
-    def _refuse(self, record: JobRecord, token: bytes, digest: bytes, exc: IntentParseError) -> Reply:
+    def _refuse(self, record: JobRecord, token: bytes, digest: bytes, exc: IntentParseError) -> BridgeReply:
         """A refused submission: the step stays open (spec: R-CAP-013)."""
         reply = _error_reply(exc)
         self.refused(record, token, digest, reply)
         return reply
 
-    def refused(self, record: JobRecord, token: bytes, digest: bytes, reply: Reply) -> None:
+    def refused(self, record: JobRecord, token: bytes, digest: bytes, reply: BridgeReply) -> None:
         """D-BRG-009: a refused submission is not a used step, and nothing of it is kept."""
 
     def replayed_refusal(self, record: JobRecord, token: bytes, digest: bytes) -> bytes | None:
@@ -650,7 +650,7 @@ class BridgeSession:
 
     # --- prepare ---------------------------------------------------------------------------
 
-    def prepare(self, request: Any) -> Reply:
+    def prepare(self, request: Any) -> BridgeReply:
         """Open a job: its first task, or an error reply; nothing is kept on an error."""
         if self.closed:  # D-BRG-004
             raise BridgeClosedError("prepare() on a closed Bridge session")
@@ -659,7 +659,7 @@ class BridgeSession:
         except IntentParseError as exc:
             return _error_reply(exc)
 
-    def _prepare(self, request: Any) -> Reply:
+    def _prepare(self, request: Any) -> BridgeReply:
         now = self._store.sweep()
         if not isinstance(request, Mapping):
             raise _bridge_input_error("", "the request must be an object.")
@@ -678,14 +678,14 @@ class BridgeSession:
 
     # --- accept ----------------------------------------------------------------------------
 
-    def accept(self, request: Any) -> Reply:
+    def accept(self, request: Any) -> BridgeReply:
         """Submit one complete candidate for a step (spec: R-RPY-007)."""
         try:
             return self._accept(request)
         except IntentParseError as exc:
             return _error_reply(exc)
 
-    def _accept(self, request: Any) -> Reply:
+    def _accept(self, request: Any) -> BridgeReply:
         store = self._store
         if self.closed:
             store.closed_call_before_checks(self)
@@ -717,14 +717,14 @@ class BridgeSession:
 
     # --- cancel ----------------------------------------------------------------------------
 
-    def cancel(self, request: Any) -> Reply:
+    def cancel(self, request: Any) -> BridgeReply:
         """End an active job, or repeat a retained job's terminal reply (spec: R-CAN-005..009)."""
         try:
             return self._cancel(request)
         except IntentParseError as exc:
             return _error_reply(exc)
 
-    def _cancel(self, request: Any) -> Reply:
+    def _cancel(self, request: Any) -> BridgeReply:
         store = self._store
         if self.closed:
             store.closed_call_before_checks(self)

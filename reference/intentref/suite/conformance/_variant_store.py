@@ -18,10 +18,10 @@ from intentref.bridge import (
     DEFAULT_OUTCOME,
     DIGEST_BYTES,
     TTL_OPTIONS,
+    BridgeReply,
     BridgeSession,
     JobRecord,
     JobStore,
-    Reply,
     iso_timestamp,
     not_found_error,
     stored_reply,
@@ -108,7 +108,7 @@ class VariantStore(JobStore):
 
     # --- refusals (D-BRG-009) ----------------------------------------------------------------
 
-    def refused(self, record: JobRecord, token: bytes, digest: bytes, reply: Reply) -> None:
+    def refused(self, record: JobRecord, token: bytes, digest: bytes, reply: BridgeReply) -> None:
         if self.knobs.rejections_replayed:
             # Kept for this token and text, outside the byte count (a conformance run only).
             self.refusals.setdefault(record.job_id, {})[(token, digest)] = stored_reply(reply)

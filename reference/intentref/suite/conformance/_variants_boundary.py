@@ -12,8 +12,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from intentref.bridge import BridgeReply
 from intentref.core.errors import CANCEL_CODES, DATA_ISSUE_CODES
-from intentref.suite.conformance.alteration import Alteration, BridgeReply, Memory
+from intentref.suite.conformance.alteration import Alteration, Memory
 from intentref.suite.conformance.capabilities import REPAIR_ATTEMPTS
 
 
@@ -36,7 +37,7 @@ def _set_payload(reply: BridgeReply, payload: Mapping[str, Any], *, ascii_spaced
         reply["payload"] = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
 
 
-def _error_reply(code: str, stage: str, message: str, issues: list[dict[str, Any]]) -> BridgeReply:
+def _new_error_reply(code: str, stage: str, message: str, issues: list[dict[str, Any]]) -> BridgeReply:
     return {"kind": "error", "error": {"code": code, "stage": stage, "message": message, "issues": issues}}
 
 
@@ -366,7 +367,7 @@ LENIENT_MEMBERS = Alteration(
 def _fields_null_refused(op: str, request: Any, memory: Memory) -> Any:
     if op == "prepare" and isinstance(request, dict) and "fields" in request and request["fields"] is None:
         message = "fields must be an array of field names."
-        return _error_reply("INPUT_INVALID", "input", message, [
+        return _new_error_reply("INPUT_INVALID", "input", message, [
             {"code": "INPUT_INVALID", "category": "input", "path": "/fields", "message": message}])
     return request
 
@@ -386,7 +387,7 @@ def _strict_context(op: str, request: Any, memory: Memory) -> Any:
 
     def refuse(path: str) -> BridgeReply:
         message = "context must hold non-blank text."
-        return _error_reply("INPUT_INVALID", "input", message,
+        return _new_error_reply("INPUT_INVALID", "input", message,
                             [{"code": "INPUT_INVALID", "category": "input", "path": path, "message": message}])  # fmt: skip
 
     if context is None:
@@ -524,7 +525,7 @@ COMBINATION_LIMIT = Alteration(
 
 def _conflict(path: str = "/stepToken") -> BridgeReply:
     message = "This step token cannot be used now."
-    return _error_reply("BRIDGE_STEP_CONFLICT", "bridge", message,
+    return _new_error_reply("BRIDGE_STEP_CONFLICT", "bridge", message,
                         [{"code": "BRIDGE_STEP_CONFLICT", "category": "input", "path": path, "message": message}])  # fmt: skip
 
 
@@ -696,7 +697,7 @@ def _record_issued(op: str, request: Any, reply: BridgeReply, memory: Memory) ->
     owner = _issued_jobs(memory).get(request.get("jobId"))
     if owner is not None and owner is not memory["session"]:  # another connection's (or a closed one's)
         message = "This job belongs to another connection."
-        return _error_reply("INPUT_INVALID", "bridge", message,
+        return _new_error_reply("INPUT_INVALID", "bridge", message,
                             [{"code": "INPUT_INVALID", "category": "input", "path": "/jobId", "message": message}])  # fmt: skip
     if op == "accept":  # one's own job, no longer held: seed 000 fixes only cancel's answer
         err["message"] = "This job is no longer held."
@@ -707,7 +708,7 @@ def _never_issued_is_invalid(op: str, request: Any, memory: Memory) -> Any:
     if op in ("accept", "cancel") and isinstance(request, dict) and isinstance(request.get("jobId"), str) \
             and request["jobId"] not in _issued_jobs(memory):
         message = "jobId was never issued by this Bridge."
-        return _error_reply("INPUT_INVALID", "bridge", message,
+        return _new_error_reply("INPUT_INVALID", "bridge", message,
                             [{"code": "INPUT_INVALID", "category": "input", "path": "/jobId", "message": message}])  # fmt: skip
     return request
 
@@ -745,7 +746,7 @@ def _tokens_judged_otherwise(op: str, request: Any, reply: BridgeReply, memory: 
         path, message = "/candidateText", "This step was already submitted with another candidateText."
     else:
         return reply
-    return _error_reply("INPUT_INVALID", "bridge", message,
+    return _new_error_reply("INPUT_INVALID", "bridge", message,
                         [{"code": "INPUT_INVALID", "category": "input", "path": path, "message": message}])  # fmt: skip
 
 
@@ -802,7 +803,7 @@ def _repeated_field_refused(op: str, request: Any, memory: Memory) -> Any:
         for index, name in enumerate(fields):
             if name in fields[:index]:
                 message = "fields names a field twice."
-                return _error_reply("INPUT_INVALID", "input", message, [
+                return _new_error_reply("INPUT_INVALID", "input", message, [
                     {"code": "INPUT_INVALID", "category": "input", "path": f"/fields/{index}", "message": message}])
     return request
 
@@ -825,7 +826,7 @@ def _replay_ttl_bounds_idle_jobs(op: str, request: Any, memory: Memory) -> Any:
     now = time.monotonic() * 1000
     if ttl > 0 and op in ("accept", "cancel") and job in touched and now - touched[job] >= ttl:
         message = "No job with this jobId is held."
-        return _error_reply("BRIDGE_JOB_NOT_FOUND", "bridge", message,
+        return _new_error_reply("BRIDGE_JOB_NOT_FOUND", "bridge", message,
                             [{"code": "BRIDGE_JOB_NOT_FOUND", "category": "input", "path": "/jobId", "message": message}])  # fmt: skip
     return request
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from intentref.suite.conformance.alteration import Alteration, BridgeReply, Memory, policy_changes
+from intentref.bridge import BridgeReply
+from intentref.suite.conformance.alteration import Alteration, Memory, policy_changes
 
 # --------------------------------------------------------------------------- requests
 

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from intentref.bridge import BridgeReply
 from intentref.core.policy import Policy
 from intentref.mcp.replies import is_bridge_reply
 from intentref.suite.conformance._variant_policy import VariantPolicy
@@ -40,7 +41,6 @@ from intentref.suite.conformance._variant_store import VariantStore
 from intentref.suite.conformance.capabilities import REFERENCE_CAPABILITIES
 from intentref.suite.conformance.targets import CallSession, ConfigRejected, InProcessRun, Run, Target
 
-BridgeReply = dict[str, Any]
 # What the hooks of one session remember: ``memory["bridge"]`` is shared by every session of
 # that Bridge (with ``memory["bridge"]["options"]``, the Bridge options of the run), and
 # ``memory["session"]`` is an object standing for this session.
