@@ -8,8 +8,8 @@ Run as an outside command by the runner's tests; it is no implementation of anyt
   so in its own words (a refused configuration, shown another way than the reference's).
 * Input ``crash``: it exits with status 3; input ``hang``: it stops answering for a minute.
 * Input ``sdk-refuses``: an isError result that is not a BridgeReply (an SDK's input check).
-* A prepare on an ``error-*`` instance: an error reply, SCHEMA_UNSUPPORTED; anything else:
-  a core task.
+* A prepare on an ``error-*`` instance: an error reply, SCHEMA_UNSUPPORTED; an accept of the
+  candidate text ``finish``: a result; anything else (a cancel too): a core task.
 """
 
 import json
@@ -18,6 +18,8 @@ import time
 
 TASK = {"kind": "task", "jobId": "j", "stepToken": "t", "stage": "core", "instructions": "i", "payload": "{}",
         "format": {"kind": "json_object"}}  # fmt: skip
+RESULT = {"kind": "result", "result": {"input": "fine", "normalizedInput": "fine", "primaryIntent": None,
+          "requirements": [], "prohibitions": [], "intents": [], "data": {}}}  # fmt: skip
 ERROR = {"kind": "error", "error": {"code": "SCHEMA_UNSUPPORTED", "stage": "config", "message": "no", "issues": []}}
 
 
@@ -29,7 +31,10 @@ def answer(arguments: dict) -> dict:
         time.sleep(60)
     if text == "sdk-refuses":
         return {"content": [{"type": "text", "text": "Input validation error: no"}], "isError": True}
-    reply = ERROR if str(arguments.get("instance", "")).startswith("error-") else TASK
+    if arguments.get("candidateText") == "finish":
+        reply = RESULT
+    else:
+        reply = ERROR if str(arguments.get("instance", "")).startswith("error-") else TASK
     return {"content": [{"type": "text", "text": json.dumps(reply)}], "structuredContent": reply,
             "isError": reply["kind"] == "error"}  # fmt: skip
 

@@ -40,6 +40,15 @@ def _prepare_case(case_id: str, text: str, expect: Any) -> dict[str, Any]:
             "steps": [{"op": "prepare", "args": {"instance": "default", "input": text}, "expect": expect}]}  # fmt: skip
 
 
+def _finished_case(case_id: str) -> dict[str, Any]:
+    case = _prepare_case(case_id, "fine", {"$task": {"stage": "core"}})
+    case["steps"].append({"op": "accept", "args": {"jobId": {"$reply": 0, "pointer": "/jobId"},
+                                                   "stepToken": {"$reply": 0, "pointer": "/stepToken"},
+                                                   "candidateText": "finish"},
+                          "expect": {"$subset": {"kind": "result"}}})  # fmt: skip
+    return case
+
+
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory: Any) -> dict[str, Any]:
     cases = tmp_path_factory.mktemp("observable") / "cases"
@@ -54,6 +63,7 @@ def outcomes(tmp_path_factory: Any) -> dict[str, Any]:
         _prepare_case("SCH-9006", "sdk-refuses", {"$task": {"stage": "core"}}),           # not allowed
         _prepare_case("SCH-9008", "fine", {"$task": {"stage": "core"}}),  # its job will not end
         _prepare_case("SCH-9009", "fine", {"$task": {"stage": "core"}}),
+        _finished_case("SCH-9010"),  # its job ended with a result: nothing to cancel
     ]}  # fmt: skip
     (cases / "sch.json").write_text(json.dumps(document), "utf-8")
     target = StdioTarget(f"{sys.executable} {SCRIPTED_SERVER} {{config}}", era="legacy", timeout=5)
@@ -100,3 +110,11 @@ def test_a_job_a_case_leaves_that_will_not_end_is_said_and_its_run_replaced(outc
         assert outcomes[case_id].outcome == PASSED, outcomes[case_id]
         assert "the run was replaced after this case" in outcomes[case_id].detail
         assert "did not end it" in outcomes[case_id].detail
+
+
+def test_a_job_that_ended_with_a_result_is_not_cancelled_after_its_case(outcomes: dict[str, Any]) -> None:
+    # The scripted server answers any cancel with a task: had the runner cancelled the job
+    # its result ended, the case's detail would say the job did not end.
+    outcome = outcomes["SCH-9010"]
+    assert outcome.outcome == PASSED, outcome
+    assert "did not end it" not in outcome.detail

@@ -46,7 +46,16 @@ def fixture_files(folder: pathlib.Path | None = None) -> list[pathlib.Path]:
     return sorted(folder.glob("*.json"))
 
 
-def load_cases(folder: pathlib.Path | None = None, validate: bool = True) -> list[Case]:
+def load_cases(folder: pathlib.Path | None = None, validate: bool | None = None) -> list[Case]:
+    """The cases of ``folder`` (the bundled fixtures by default), in file and case order.
+
+    ``validate``: check each file against ``fixture.schema.json`` first.  By default only a
+    folder the caller names is checked: the bundled fixtures are checked by this project's
+    tests (``tests/conformance/test_fixture_files.py``), and checking them again costs every
+    run about a second of start-up on a small machine (issue 27's profile of the bundled run).
+    """
+    if validate is None:
+        validate = folder is not None
     validator = jsonschema.Draft202012Validator(fixture_schema()) if validate else None
     cases: list[Case] = []
     seen: dict[str, str] = {}

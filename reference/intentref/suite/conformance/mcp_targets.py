@@ -497,8 +497,9 @@ _TOOLS: Final = {"prepare": "intent_prepare", "accept": "intent_accept", "cancel
 class _ConnectionSession(CallSession):
     """A session on one connection of a run; the run decides what ``close`` and ``release`` do.
 
-    It remembers the jobs its tasks named: when the run keeps the connection for another
-    session, those jobs are cancelled first (a terminal job only repeats its reply), and a
+    It remembers the jobs its tasks named and no result has ended: when the run keeps the
+    connection for another session, those jobs are cancelled first (a terminal job only
+    repeats its reply), and a
     cancel that does not end its job is noted in the run's ``left_behind`` (D-CNF-002).
     """
 
@@ -513,6 +514,10 @@ class _ConnectionSession(CallSession):
         value = reply.value
         if isinstance(value, dict) and value.get("kind") == "task" and isinstance(value.get("jobId"), str):
             self._jobs[value["jobId"]] = None
+        elif op == "accept" and isinstance(value, dict) and value.get("kind") == "result" and isinstance(request, dict):
+            # A result ends its job (seed 000 #回复类型): nothing is left to cancel.  An error
+            # may or may not end it (a refused candidate keeps the step), so those stay listed.
+            self._jobs.pop(request.get("jobId"), None)  # type: ignore[arg-type]
         return reply
 
     def end_jobs(self) -> list[str]:
