@@ -82,24 +82,25 @@ def test_pytest_comes_with_a_plain_install() -> None:
 
 def test_stdio_connections_are_handed_on_with_nothing_active() -> None:
     # spec: D-CNF-024 -- a second session costs a server process; the next example reuses it.
-    from intentref import strategies as ist
+    from intentref import properties as ip
+    from intentref.suite._property_targets import close_runs, make_target
 
-    target = ist.make_target("reference")
+    target = make_target("reference")
     try:
-        with ist.Example(target) as first:
+        with ip.Example(target) as first:
             first.session()
             second = first.session()
             task = second.prepare({"instance": "order", "input": "查询订单 000123"})
             assert task["kind"] == "task", task
             connection = second._session.connection  # type: ignore[attr-defined]
-        with ist.Example(target) as again:
+        with ip.Example(target) as again:
             sessions = [again.session(), again.session()]
             reused = next(s for s in sessions if s._session.connection is connection)  # type: ignore[attr-defined]  # no new server process
             # The job the first example left active was ended when the connection was handed back.
             ended = reused.cancel({"jobId": task["jobId"], "outcome": "refusal"})
-            assert ist.error_code(ended) == "MODEL_ABORTED", ended
+            assert ip.error_code(ended) == "MODEL_ABORTED", ended
     finally:
-        ist.close_runs()
+        close_runs()
         target.close()
 
 

@@ -6,7 +6,8 @@ The order, bottom to top (issue 18; each package's docstring says the same):
     1 api       intentref.intent, intentref.bridge        the API path and the Bridge
     2 mcp       intentref.mcp.*, intentref (the root)     the MCP server; the root re-exports it
     3 suite     intentref.suite.*, intentref.strategies,  the conformance suite's engine and
-                intentref.conformance.*                   its public paths
+                intentref.properties,                     its public paths
+                intentref.conformance.*
     4 devtools  intentref.devtools.*, intentref.cli        the project's tools, the command line
 
 A module may import from its own layer or any layer below, never above; every import
@@ -42,6 +43,7 @@ _LAYER_OF_PREFIX: tuple[tuple[str, int], ...] = (
     ("intentref.mcp", 2),
     ("intentref.suite", 3),
     ("intentref.strategies", 3),
+    ("intentref.properties", 3),
     ("intentref.conformance", 3),
     ("intentref.devtools", 4),
     ("intentref.cli", 4),
