@@ -240,9 +240,7 @@ class Example:
             raise UnsupportedByTarget(str(exc)) from None
         if not self.fresh:
             self._run.new_case()  # connections an earlier example handed back may be taken again
-        begin = getattr(self._run, "begin_example", None)
-        if begin is not None:
-            begin(self.requirements)
+        self._run.begin_example(self.requirements)
         return self
 
     def session(self) -> ExampleSession:

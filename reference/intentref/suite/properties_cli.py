@@ -326,9 +326,7 @@ def campaign(spec: str, seed: int, calls: int, heavy: bool, differential: bool, 
             while tally.total < calls:
                 run = shared_run(target, catalog_instances(target), {})
                 run.new_case()  # the sessions the last episode handed back may be taken again
-                begin = getattr(run, "begin_example", None)
-                if begin is not None:
-                    begin(("R-BRG-006", "R-IDM-001"))
+                run.begin_example(("R-BRG-006", "R-IDM-001"))
                 walker = Walker(run, draw, tally, heavy=heavy, objects_only=target.transport == "mcp",
                                 max_sessions=3 if separate_sessions(target) else 1,
                                 instances=catalog_instances(target))  # fmt: skip

@@ -25,9 +25,12 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from intentref.suite.usage import UsageError
+
+if TYPE_CHECKING:  # imported where it is used: the command line starts without the runner
+    from intentref.suite.conformance.targets import Target
 
 # spec: D-CNF-013 -- one status per kind of outcome, so a CI script can tell them apart.
 EXIT_OK: Final = 0
@@ -252,9 +255,9 @@ def _selected(args: argparse.Namespace) -> list[Any]:
     return cases
 
 
-def _check_instances(target: Any, cases: list[Any]) -> None:
+def _check_instances(target: Target, cases: list[Any]) -> None:
     """A server configured elsewhere must serve the instances the cases use; say which it lacks."""
-    if not getattr(target, "configured_elsewhere", False):
+    if not target.configured_elsewhere:
         return
     from intentref.suite.conformance.preflight import missing_instances
     from intentref.suite.conformance.targets import load_instances
@@ -265,7 +268,7 @@ def _check_instances(target: Any, cases: list[Any]) -> None:
     missing = missing_instances(target, used)
     if missing:
         raise MissingInstances(
-            f"{getattr(target, 'name', 'the server')} does not serve the instance(s) {', '.join(missing)} that the "
+            f"{target.name} does not serve the instance(s) {', '.join(missing)} that the "
             "selected cases use; start it with the suite's instances: "
             "intent-runtime-mcp --config conformance/instances.json --http 127.0.0.1:8765"
         )
@@ -344,9 +347,10 @@ def _checked(spec: Any, cases: list[Any]) -> Any:
             return spec
         from dataclasses import replace
 
-        negotiate = getattr(target, "negotiate", None)
-        if negotiate is not None and spec.era == "auto":
-            spec = replace(spec, era=negotiate())  # the workers need not ask again
+        if spec.era == "auto":
+            negotiated = target.negotiate()
+            if negotiated is not None:
+                spec = replace(spec, era=negotiated)  # the workers need not ask again
         _check_instances(target, cases)
         return spec
     finally:

@@ -710,6 +710,9 @@ class StdioTarget(Target):
         target.capabilities = REFERENCE_CAPABILITIES  # D-CNF-030: what the bundled CLI takes
         return target
 
+    def era_in_force(self) -> str:
+        return self.era.era
+
     def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
         return self.template.unsupported(bridge_options)
 
@@ -868,6 +871,9 @@ class HttpTarget(Target):
         """The era in force, negotiated now with one connection when it is ``auto``."""
         if self.era.found is None:
             self.connection().close()
+        return self.era.era
+
+    def era_in_force(self) -> str:
         return self.era.era
 
     @property

@@ -134,7 +134,7 @@ def run_case(case: dict[str, Any], run: Run, transport: str) -> CaseOutcome:
             # release() lets a target keep an expensive connection for the next case
             # (D-CNF-002); an explicit close step above really closes.
             with contextlib.suppress(Exception):
-                getattr(session, "release", session.close)()
+                session.release()
     if refused and outcome.outcome in (PASSED, FAILED) and not outcome.detail:
         outcome.detail = "; ".join(refused)
     outcome.replies = history.replies
