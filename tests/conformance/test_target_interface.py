@@ -8,8 +8,11 @@ so the runner calls it directly; the one place that looks members up by name is
 from __future__ import annotations
 
 import ast
+import dataclasses
 import pathlib
 from typing import Any
+
+import pytest
 
 from intentref.suite.conformance.mcp_targets import HttpTarget, StdioTarget
 from intentref.suite.conformance.registry import as_target
@@ -106,3 +109,26 @@ def test_a_duck_typed_target_gets_the_defaults() -> None:
     assert isinstance(session, Session)
     session.release()
     run.close()
+
+
+def test_a_warm_server_is_a_named_record_taken_by_its_configuration() -> None:
+    from intentref.suite.conformance.mcp_targets import _run_key, _Started
+
+    assert [f.name for f in dataclasses.fields(_Started)] == ["key", "config", "argv", "connection"]
+    target = StdioTarget.reference(era="legacy")
+    try:
+        instances = load_instances()
+        target.expect_runs([(instances, {})])
+        [warm] = list(target._warm)
+        assert warm.key == _run_key(instances, {}) and any(warm.config in arg for arg in warm.argv)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            warm.key = "another"  # type: ignore[misc]
+        run = target.open(instances, {})  # takes the warm server instead of starting another
+        assert not target._warm
+        try:
+            reply = run.connect().prepare({"instance": "default", "input": "hello"})
+            assert reply.value["kind"] in ("task", "error")
+        finally:
+            run.close()
+    finally:
+        target.close()

@@ -638,9 +638,13 @@ class _Portal:
 # --------------------------------------------------------------------------- stdio
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Started:
-    """A server started ahead for a planned run of its own (prefetch)."""
+    """A server started ahead for a planned run of its own (prefetch).
+
+    A warm server is read by name (``key`` to find it, ``config`` and ``argv`` to open the
+    run on it), never by position; frozen, since it is handed over whole or discarded whole.
+    """
 
     key: str
     config: str  # the instances file written for it
