@@ -97,7 +97,7 @@ def _ids(outcomes: Iterable[CaseOutcome], *kinds: str) -> list[str]:
 
 
 def _explain(outcome: CaseOutcome) -> str:
-    return f"{outcome.case_id} {outcome.outcome}: " + ("; ".join(outcome.mismatches[:3]) or outcome.detail)
+    return f"{outcome.case_id} {outcome.outcome}: " + ("; ".join(str(m) for m in outcome.mismatches[:3]) or outcome.detail)
 
 
 # --------------------------------------------------------------------------- the baselines

@@ -775,7 +775,7 @@ def replay(folder: Path, spec: str, loose: bool = False) -> int:
             outcome = run_case({"id": case["id"], "steps": steps}, _WellFormedRun(runs[key]), target.transport)
             if outcome.outcome != PASSED:
                 bad += 1
-                where = outcome.mismatches or [outcome.detail]
+                where = [str(m) for m in outcome.mismatches] or [outcome.detail]
                 print(f"{case['id']} ({case.get('fault') or case['kind']}): {outcome.outcome}: " + "; ".join(where[:3]))
     finally:
         for opened in runs.values():
