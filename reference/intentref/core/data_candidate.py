@@ -100,7 +100,7 @@ def _sources(value: Any, path: str, ctx: DataContext) -> Iterator[Violation]:
             yield f"{spath}/quote", f"quote {quote!r} does not occur in {source_id}."
 
 
-def _leaves(data: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+def leaves(data: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     """Every leaf under /data: scalars and empty containers, with their pointers."""
     stack: list[tuple[str, Any]] = [("/data/" + jsonpointer.escape_token(k), v) for k, v in data.items()]
     while stack:
@@ -190,11 +190,11 @@ def every_returned_leaf_has_evidence(c: dict[str, Any], ctx: DataContext) -> Ite
     if not ctx.choices.evidence_covers_children:
         # A variant of D-DAT-001: each returned leaf needs an entry at its own path.
         exact = set(covered)
-        for leaf, _value in sorted(_leaves(data)):
+        for leaf, _value in sorted(leaves(data)):
             if leaf not in exact:
                 yield leaf, "this returned value has no evidence entry at its own path."
         return
-    for leaf, _value in sorted(_leaves(data)):
+    for leaf, _value in sorted(leaves(data)):
         if not any(_covers(anchor, leaf) for anchor in covered):
             yield leaf, "this returned value has no evidence entry (at its path or an enclosing one)."
 
