@@ -40,6 +40,7 @@ from intentref.suite._projection import (
 )
 from intentref.suite._strategies_impl import fault_of
 from intentref.suite.conformance.targets import (
+    CallSession,
     InProcessTarget,
     ProtocolRefusal,
     Reply,
@@ -495,7 +496,7 @@ class Divergence(AssertionError):
         return "\n".join(lines)
 
 
-class DifferentialSession(Session):
+class DifferentialSession(CallSession):
     def __init__(self, run: DifferentialRun, name: str, target: Session, reference: Session, scope: int = 0) -> None:
         self._run, self.name, self._target, self._reference = run, name, target, reference
         self.scope = scope  # this connection's own token space (TokenMap)
@@ -536,15 +537,6 @@ class DifferentialSession(Session):
                 STATS[f"divergences.{REFERENCE}"] += 1
                 raise Divergence(op, drift, run, REFERENCE, ("D-BRG-007",), same_as=index)
         return theirs
-
-    def prepare(self, request: Any) -> Reply:
-        return self._call("prepare", request)
-
-    def accept(self, request: Any) -> Reply:
-        return self._call("accept", request)
-
-    def cancel(self, request: Any) -> Reply:
-        return self._call("cancel", request)
 
     def close(self) -> None:
         self._run.calls.append(Call(self.name, "close"))

@@ -298,24 +298,9 @@ class _ReferenceRun:
         self._connect = connect
 
     def connect(self) -> Any:
-        from intentref.suite.conformance.targets import Reply
+        from intentref.suite.conformance.targets import InProcessSession
 
-        inner = self._connect()
-
-        class _Session:
-            def prepare(self, request: Any) -> Any:
-                return Reply(inner.prepare(request))
-
-            def accept(self, request: Any) -> Any:
-                return Reply(inner.accept(request))
-
-            def cancel(self, request: Any) -> Any:
-                return Reply(inner.cancel(request))
-
-            def close(self) -> None:
-                inner.close()
-
-        return _Session()
+        return InProcessSession(self._connect())
 
     def close(self) -> None:
         pass

@@ -301,18 +301,14 @@ def load_instances() -> dict[str, Any]:
 # --- the bundled reference, in this process ------------------------------------------------
 
 
-class InProcessSession(Session):
+class InProcessSession(CallSession):
+    """A session of any object with the Bridge session's three calls returning reply dicts."""
+
     def __init__(self, session: Any) -> None:
         self._session = session
 
-    def prepare(self, request: Any) -> Reply:
-        return Reply(self._session.prepare(request))
-
-    def accept(self, request: Any) -> Reply:
-        return Reply(self._session.accept(request))
-
-    def cancel(self, request: Any) -> Reply:
-        return Reply(self._session.cancel(request))
+    def _call(self, op: str, request: Any) -> Reply:
+        return Reply(getattr(self._session, op)(request))
 
     def close(self) -> None:
         self._session.close()
