@@ -293,7 +293,8 @@ def program_problem(program: str) -> str | None:
 
 
 def load_instances() -> dict[str, Any]:
-    """The instance configurations of ``conformance/instances.json``."""
+    """The instance configurations of ``conformance/instances.json``, as JSON (not built Intents:
+    a target builds them its own way; ``mcp.cli.build_instances`` is the MCP server's)."""
     document = json.loads((data_dir("conformance") / "instances.json").read_text("utf-8"))
     return dict(document["instances"])
 
