@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from intentref.devtools.examples import ORDER_CORE
 from intentref.suite.conformance.fixtures import Case
 from intentref.suite.conformance.headline import kind_headline
 from intentref.suite.conformance.runner import execute
@@ -13,9 +14,6 @@ from intentref.suite.conformance.targets import InProcessTarget
 from intentref.suite.conformance.values import History
 
 _JOB0 = {"jobId": {"$reply": 0, "pointer": "/jobId"}, "stepToken": {"$reply": 0, "pointer": "/stepToken"}}
-_NO_BLOCKERS = {"clarificationReason": None, "questions": [], "confirmationReason": None, "conditionReason": None}
-_CORE = {"normalizedInput": "查询订单 000123。", "primaryIntent": "查询订单 000123", "requirements": [], "prohibitions": [],
-         "intents": [{"action": "query", "target": "订单 000123", "requirements": [], "blockers": _NO_BLOCKERS}]}  # fmt: skip
 
 
 def _failed(instance: str, candidate: str, expect: Any) -> CaseOutcome:
@@ -52,7 +50,7 @@ def test_a_task_expected_and_an_error_received() -> None:
 
 
 def test_a_result_expected_and_a_task_that_is_no_repair() -> None:
-    lines = _failure("order", json.dumps(_CORE, ensure_ascii=False), {"$subset": {"kind": "result"}})
+    lines = _failure("order", json.dumps(ORDER_CORE, ensure_ascii=False), {"$subset": {"kind": "result"}})
     assert lines[0] == "step 1 (accept): expected a result, got a task: stage data, not a repair task"
 
 
