@@ -110,6 +110,25 @@ def test_replay_reports_a_disagreement(cases: pathlib.Path, tmp_path: pathlib.Pa
     assert "c0000" in capsys.readouterr().out
 
 
+def test_replay_gives_the_same_verdicts_over_several_workers(cases: pathlib.Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    # A faulty implementation, so that there are disagreements to keep in order, not only agreements.
+    replays = {}
+    for jobs in ("1", "3"):
+        assert cli.main(["fuzz", "--replay", str(cases), "--target", "faulty:ids_from_zero", "--jobs", jobs]) == 1
+        replays[jobs] = capsys.readouterr().out
+    assert replays["1"] == replays["3"]
+    disagreements = replays["1"].splitlines()[:-1]
+    assert disagreements and all(" disagree" not in line for line in disagreements)
+    assert [line.split(" ")[0] for line in disagreements] == sorted(line.split(" ")[0] for line in disagreements)
+
+
+def test_replay_refuses_a_jobs_count_below_one(cases: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["fuzz", "--replay", str(cases), "--jobs", "0"])
+    assert exited.value.code == 2 and "must be 1 or more" in capsys.readouterr().err
+
+
 def test_large_and_ill_formed_texts_are_written_as_generators(tmp_path: pathlib.Path) -> None:
     from intentref.suite.conformance.values import History, generate
 
