@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from intentref.suite.conformance.targets import CallSession, Reply, Run, Session
+from intentref.suite.usage import worker_count
 
 FORMAT: Final = "intentref-fuzz/1"
 KINDS: Final = ("candidates", "replies", "sessions")
@@ -57,7 +58,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--heavy", action="store_true", help="also 10 MB texts (large files)")
     p.add_argument("--replay", metavar="DIR", help="replay the candidate and session cases of DIR against a target")
     p.add_argument("--loose", action="store_true", help="with --replay: compare kind, code and stage only")
-    p.add_argument("--jobs", type=_jobs, default=None, metavar="N",
+    p.add_argument("--jobs", type=worker_count, default=None, metavar="N",
                    help="with --replay: worker processes, each with a target of its own "
                    "(default: the CPUs this process may use)")  # fmt: skip
     target_options(p)
@@ -740,16 +741,6 @@ class _WellFormedRun(Run):
 
     def close(self) -> None:
         self._run.close()
-
-
-def _jobs(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be 1 or more")
-    return value
 
 
 # A case's number in the folder, and the line that says how the target disagrees with it
