@@ -65,7 +65,7 @@ def test_the_recall_command_takes_jobs(capsys: pytest.CaptureFixture[str]) -> No
 
     with pytest.raises(SystemExit) as exited:
         main(["--jobs", "0"])
-    assert exited.value.code == 2 and "must be 1 or more" in capsys.readouterr().err
+    assert exited.value.code == 2 and "must be at least 1, got 0" in capsys.readouterr().err
 
 
 def test_the_stdio_floor_excludes_options_decided_members_and_error_objects() -> None:

@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from intentref.suite.usage import UsageError
+from intentref.suite.usage import UsageError, worker_count
 
 if TYPE_CHECKING:  # imported where it is used: the command line starts without the runner
     from intentref.suite.conformance.targets import Target
@@ -89,7 +89,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     chosen.add_argument("--cases", metavar="DIR", help="fixture folder (default: the bundled conformance/cases)")
     chosen.add_argument("--timeout", type=float, default=10.0, metavar="S",
                         help="longest wait for one answer (default 10 s); longer is errored")  # fmt: skip
-    chosen.add_argument("--jobs", type=_positive, metavar="N",
+    chosen.add_argument("--jobs", type=worker_count, metavar="N",
                         help="worker processes (default: the CPUs this process may use)")  # fmt: skip
     chosen.add_argument("--isolate", action="store_true",
                         help="give every case a run of its own (a new server process over stdio); "
@@ -103,16 +103,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--write-mjs", action="store_true", help="maintenance: regenerate conformance/instances.mjs")
     p.add_argument("--check", action="store_true", help="with --write-mjs: exit 1 if instances.mjs is stale")
     p.set_defaults(run=run)
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
