@@ -243,6 +243,11 @@ def test_the_public_names_stay_where_users_import_them() -> None:
     assert intentref.Intent.__module__ == "intentref.intent"
     strategies = importlib.import_module("intentref.strategies")
     assert callable(strategies.requests) and callable(strategies.broken_candidates)
+    # What a property drives a target with is published beside the strategies (issue 23).
+    properties = importlib.import_module("intentref.properties")
+    from intentref.suite._property_targets import Example
+
+    assert properties.Example is Example and callable(properties.decided)
 
 
 def test_the_plugin_keeps_its_published_path() -> None:
