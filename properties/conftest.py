@@ -26,7 +26,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
-from intentref import strategies as ist
+from intentref import properties as ip
+from intentref.suite._property_targets import STATS, close_runs, make_target
 
 # No "explain" phase: it re-runs a failing example many times to annotate it, which a
 # slow transport turns into minutes; the shrunk example and the conformance case suffice.
@@ -79,21 +80,21 @@ def _spec(config: pytest.Config) -> str:
 @pytest.fixture(scope="session")
 def intentref_target(request: pytest.FixtureRequest) -> Iterator[Any]:
     spec = _spec(request.config)
-    target = ist.make_target(spec)
+    target = make_target(spec)
     other = target.transport != "in-process" or spec.startswith("python:")
     if other and not request.config.getoption("--intentref-no-differential"):
-        target = ist.DifferentialTarget(target)
+        target = ip.DifferentialTarget(target)
     yield target
-    ist.close_runs()
+    close_runs()
     target.close()
 
 
 @pytest.fixture
 def example(intentref_target: Any) -> Any:
-    """``example(**kwargs)`` opens an ``ist.Example`` on the target, skipping what it cannot run."""
+    """``example(**kwargs)`` opens an ``ip.Example`` on the target, skipping what it cannot run."""
 
-    def make(**kwargs: Any) -> ist.Example:
-        return ist.Example(intentref_target, **kwargs)
+    def make(**kwargs: Any) -> ip.Example:
+        return ip.Example(intentref_target, **kwargs)
 
     return make
 
@@ -112,10 +113,10 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def _divergences(exc: BaseException) -> list[ist.Divergence]:
+def _divergences(exc: BaseException) -> list[ip.Divergence]:
     if isinstance(exc, BaseExceptionGroup):
         return [d for inner in exc.exceptions for d in _divergences(inner)]
-    return [exc] if isinstance(exc, ist.Divergence) else []
+    return [exc] if isinstance(exc, ip.Divergence) else []
 
 
 @pytest.hookimpl(wrapper=True)
@@ -132,7 +133,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                 handle.write(json.dumps(divergence.case, ensure_ascii=True) + "\n")
     outcomes = os.environ.get("INTENTREF_PROPERTIES_OUTCOMES")
     if outcomes and not call.excinfo.errisinstance(KeyboardInterrupt):
-        level, decisions = ist.failure_level(call.excinfo.value)
+        level, decisions = ip.failure_level(call.excinfo.value)
         marked = item.get_closest_marker("decided")
         if marked is not None:
             # The whole test rests on these decisions: any failure is reference level, and a
@@ -147,4 +148,4 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     path = os.environ.get("INTENTREF_PROPERTIES_STATS")
     if path:
         with open(path, "w", encoding="utf-8") as handle:
-            json.dump(dict(ist.STATS), handle, indent=1, sort_keys=True)
+            json.dump(dict(STATS), handle, indent=1, sort_keys=True)

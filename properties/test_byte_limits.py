@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from intentref import properties as ip
 from intentref import strategies as ist
 from intentref.core.jsontext import dumps_compact
 from intentref.core.limits import (
@@ -40,7 +41,7 @@ def _ending_with(char: str, total: int) -> str:
 
 def _cancel(target: Any, detail: str, outcome: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(reply to the cancel with ``detail``, reply to a plain cancel of the same job afterwards)."""
-    with ist.Example(target, requirements=("R-CAN-003", "R-CAN-004")) as ex:
+    with ip.Example(target, requirements=("R-CAN-003", "R-CAN-004")) as ex:
         session = ex.session()
         task = session.prepare({"instance": "default", "input": "取消测试"})
         first = session.cancel({"jobId": task["jobId"], "outcome": outcome, "detail": detail})
@@ -51,16 +52,16 @@ def _cancel(target: Any, detail: str, outcome: str) -> tuple[dict[str, Any], dic
 def _check_cancel(detail: str, outcome: str, first: dict[str, Any], second: dict[str, Any]) -> None:
     if utf8_length(detail) <= MAX_CANCEL_DETAIL_BYTES:
         assert first["kind"] == "error" and first["error"]["code"] == CANCEL_CODES[outcome], first
-        with ist.decided("D-BRG-015", "D-CAN-002"):  # the stage, and the detail as the one issue
+        with ip.decided("D-BRG-015", "D-CAN-002"):  # the stage, and the detail as the one issue
             assert first["error"]["stage"] == "core"
             # D-CAN-002: a non-blank detail is the one issue, made well-formed.
             assert [i["message"] for i in first["error"]["issues"]] == [well_formed(detail)]
         assert second == first  # spec: R-CAN-008 -- the job ended: its terminal reply again
     else:
         assert first["kind"] == "error", first  # seed 000: 2049 bytes are refused
-        with ist.decided("D-BRG-015"):  # how a refused cancel is spelled
+        with ip.decided("D-BRG-015"):  # how a refused cancel is spelled
             assert first["error"]["code"] == "INPUT_INVALID", first
-            assert first["error"]["stage"] == "bridge" and ist.issue_paths(first) == ["/detail"]
+            assert first["error"]["stage"] == "bridge" and ip.issue_paths(first) == ["/detail"]
         # The refused cancel did not end the job: a plain cancel ends it now.
         assert second["kind"] == "error" and second["error"]["code"] == "MODEL_ABORTED", second
 
@@ -89,16 +90,16 @@ def test_candidate_size_boundary(intentref_target: Any, width: str, over: int) -
     # spec: R-CAP-013, R-LIF-009 -- one byte over the candidate budget is refused and the step stays open.
     text = '"' + _ending_with(WIDTHS[width], MAX_CANDIDATE_BYTES + over - 2) + '"'
     assert utf8_length(text) == MAX_CANDIDATE_BYTES + over
-    with ist.Example(intentref_target, requirements=("R-CAP-013", "R-LIF-009")) as ex, ist.decided("D-LIM-003"):
+    with ip.Example(intentref_target, requirements=("R-CAP-013", "R-LIF-009")) as ex, ip.decided("D-LIM-003"):
         session = ex.session()
         task = session.prepare({"instance": "default", "input": "大小"})
-        reply = session.accept(ist.step_of(task, text))
+        reply = session.accept(ip.step_of(task, text))
         if over:
-            assert ist.error_code(reply) == "LIMIT_EXCEEDED", reply
-            after = session.accept(ist.step_of(task, dumps_compact(CORE)))  # the same token still works
+            assert ip.error_code(reply) == "LIMIT_EXCEEDED", reply
+            after = session.accept(ip.step_of(task, dumps_compact(CORE)))  # the same token still works
             assert after["kind"] == "result", after
         else:
-            assert ist.error_code(reply) != "LIMIT_EXCEEDED", reply  # judged: a JSON string is no candidate
+            assert ip.error_code(reply) != "LIMIT_EXCEEDED", reply  # judged: a JSON string is no candidate
 
 
 @pytest.mark.parametrize("width", list(WIDTHS))
@@ -106,21 +107,21 @@ def test_candidate_size_boundary(intentref_target: Any, width: str, over: int) -
 def test_input_size_boundary(intentref_target: Any, width: str, over: int) -> None:
     # D-LIM-002 -- the input budget (32 KiB), judged in UTF-8 bytes.
     text = _ending_with(WIDTHS[width], MAX_INPUT_BYTES + over)
-    with ist.Example(intentref_target, requirements=("R-BRG-019",)) as ex:
+    with ip.Example(intentref_target, requirements=("R-BRG-019",)) as ex:
         reply = ex.session().prepare({"instance": "default", "input": text})
-    with ist.decided("D-LIM-002"):  # the input budget is the reference's
+    with ip.decided("D-LIM-002"):  # the input budget is the reference's
         if over:
-            assert ist.error_code(reply) == "LIMIT_EXCEEDED" and reply["error"]["stage"] == "input", reply
+            assert ip.error_code(reply) == "LIMIT_EXCEEDED" and reply["error"]["stage"] == "input", reply
         else:
             assert reply["kind"] == "task", reply
 
 
 def _measure(target: Any, request: dict[str, Any], core: dict[str, Any]) -> tuple[int, int]:
     """(bytes of the first task reply, bytes of the data task reply) on a roomy run of the target."""
-    with ist.Example(target, options={"maxReplayBytes": 10**8}, requirements=("R-CAP-009",)) as ex:
+    with ip.Example(target, options={"maxReplayBytes": 10**8}, requirements=("R-CAP-009",)) as ex:
         session = ex.session()
         task = session.prepare(request)
-        data_task = session.accept(ist.step_of(task, dumps_compact(core)))
+        data_task = session.accept(ip.step_of(task, dumps_compact(core)))
     assert data_task["kind"] == "task", data_task
     return utf8_length(dumps_compact(task)), utf8_length(dumps_compact(data_task))
 
@@ -129,7 +130,7 @@ def _measure(target: Any, request: dict[str, Any], core: dict[str, Any]) -> tupl
 def test_prepare_fits_the_replay_budget_to_the_byte(intentref_target: Any, unit: str, count: int, over: int) -> None:
     # spec: R-CAP-009, R-CAP-012 -- a new job's task must fit maxReplayBytes beside the active ones.
     request = {"instance": "order", "input": "订单 000123 " + unit * count}
-    with ist.decided(*BUDGET_DECISIONS):
+    with ip.decided(*BUDGET_DECISIONS):
         _prepare_budget(intentref_target, request, over)
 
 
@@ -139,10 +140,10 @@ BUDGET_DECISIONS = ("D-BRG-010", "D-BRG-011")
 
 def _prepare_budget(intentref_target: Any, request: dict[str, Any], over: int) -> None:
     first, _ = _measure(intentref_target, request, CORE)
-    with ist.Example(intentref_target, options={"maxReplayBytes": first - over}, requirements=("R-CAP-012",)) as ex:
+    with ip.Example(intentref_target, options={"maxReplayBytes": first - over}, requirements=("R-CAP-012",)) as ex:
         reply = ex.session().prepare(request)
     if over:
-        assert ist.error_code(reply) == "LIMIT_EXCEEDED" and reply["error"]["stage"] == "bridge", reply
+        assert ip.error_code(reply) == "LIMIT_EXCEEDED" and reply["error"]["stage"] == "bridge", reply
     else:
         assert reply["kind"] == "task", reply
 
@@ -153,21 +154,21 @@ def test_a_step_fits_the_replay_budget_to_the_byte(intentref_target: Any, unit: 
     # new task; when that does not fit, the step is refused and stays open.
     request = {"instance": "order", "input": "订单 000123 " + unit * count}
     core = {**CORE, "normalizedInput": unit * count}
-    with ist.decided(*BUDGET_DECISIONS):
+    with ip.decided(*BUDGET_DECISIONS):
         _step_budget(intentref_target, request, core, over)
 
 
 def _step_budget(intentref_target: Any, request: dict[str, Any], core: dict[str, Any], over: int) -> None:
     first, data_reply = _measure(intentref_target, request, core)
     budget = max(first, 32 + 2 * data_reply - over)  # a SHA-256 digest, the reply, the same task again
-    with ist.Example(intentref_target, options={"maxReplayBytes": budget}, requirements=("R-CAP-013",)) as ex:
+    with ip.Example(intentref_target, options={"maxReplayBytes": budget}, requirements=("R-CAP-013",)) as ex:
         session = ex.session()
         task = session.prepare(request)
-        reply = session.accept(ist.step_of(task, dumps_compact(core)))
+        reply = session.accept(ip.step_of(task, dumps_compact(core)))
         if over:
-            assert ist.error_code(reply) == "LIMIT_EXCEEDED", reply
+            assert ip.error_code(reply) == "LIMIT_EXCEEDED", reply
             ended = session.cancel({"jobId": task["jobId"]})  # still active: the cancel ends it
-            assert ist.error_code(ended) == "MODEL_ABORTED", ended
+            assert ip.error_code(ended) == "MODEL_ABORTED", ended
         else:
             assert reply["kind"] == "task" and reply["stage"] == "data", reply
             assert json.loads(reply["payload"])["currentInput"] == request["input"]

@@ -6,7 +6,7 @@ The model keeps, per job: its owner session, its stage (or ``None`` once termina
 current step token, the repairs it has used and every used step with its reply.  It
 predicts reply kinds from the candidate it sends; the invariants are the issue's:
 
-* nothing but a BridgeReply ever comes back (``ist.Example`` checks every call);
+* nothing but a BridgeReply ever comes back (``ip.Example`` checks every call);
 * an active job stays usable after every rejected call made against it;
 * every replay of a used step is identical;
 * other sessions get BRIDGE_JOB_NOT_FOUND for a job they do not own.
@@ -29,6 +29,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from intentref import properties as ip
 from intentref import strategies as ist
 
 # Instances with and without fields, with 0, 1 and 2 repairs.
@@ -43,14 +44,14 @@ REQUEST_DECISIONS = ("D-BRG-001", "D-BRG-002", "D-BRG-015", "D-REQ-001", "D-REQ-
 
 
 def repairs_allowed(instance: str) -> int:
-    return int(ist.catalog_instances()[instance].get("repairAttempts", 1))
+    return int(ip.catalog_instances()[instance].get("repairAttempts", 1))
 
 
 def judgement_decisions(instance: str, fault: str | None) -> tuple[str, ...]:
     """What the verdict on a candidate rests on beyond the seeds: a configured number of
     repairs (the seeds' default is one per stage) and a fault only a decision judges."""
-    configured = ist.catalog_instances()[instance].get("repairAttempts", 1) != 1
-    return (("D-CFG-001", "D-LIM-005") if configured else ()) + ist.FAULT_DECISIONS.get(fault or "", ())
+    configured = ip.catalog_instances()[instance].get("repairAttempts", 1) != 1
+    return (("D-CFG-001", "D-LIM-005") if configured else ()) + ip.FAULT_DECISIONS.get(fault or "", ())
 
 
 class LifecycleMachine(RuleBasedStateMachine):
@@ -58,9 +59,9 @@ class LifecycleMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.example = ist.Example(type(self).target, requirements=("R-LIF-002", "R-IDM-001"))
+        self.example = ip.Example(type(self).target, requirements=("R-LIF-002", "R-IDM-001"))
         self.example.__enter__()
-        self.sessions: list[ist.ExampleSession] = [self.example.session()]
+        self.sessions: list[ip.ExampleSession] = [self.example.session()]
         self.jobs: list[dict[str, Any]] = []  # the model: plain dicts, one per job
         self.tokens: set[str] = set()
         self._mcp = type(self).target.transport == "mcp"  # MCP tool arguments are always objects
@@ -81,7 +82,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         assert token not in self.tokens, "a token was issued twice"  # spec: R-LIF-011
         self.tokens.add(token)
 
-    def _session(self, job: dict[str, Any]) -> ist.ExampleSession:
+    def _session(self, job: dict[str, Any]) -> ip.ExampleSession:
         return self.sessions[job["owner"]]
 
     def _still_usable(self, job: dict[str, Any], reply: dict[str, Any]) -> None:
@@ -99,7 +100,7 @@ class LifecycleMachine(RuleBasedStateMachine):
 
     # --- rules -----------------------------------------------------------------------------
 
-    @precondition(lambda self: len(self._open_sessions()) < MAX_SESSIONS and ist.separate_sessions(self.example.target))
+    @precondition(lambda self: len(self._open_sessions()) < MAX_SESSIONS and ip.separate_sessions(self.example.target))
     @rule()
     def connect(self) -> None:
         self.sessions.append(self.example.session())
@@ -114,7 +115,7 @@ class LifecycleMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def prepare(self, data: st.DataObject) -> None:
         index = data.draw(st.sampled_from(self._open_sessions()))
-        name = data.draw(st.sampled_from(ist.available(type(self).target, INSTANCES)))
+        name = data.draw(st.sampled_from(ip.available(type(self).target, INSTANCES)))
         plan = data.draw(ist.plans(name, allow_empty_selection=True))
         reply = self.sessions[index].prepare(plan.request)
         assert reply["kind"] == "task" and reply["stage"] == "core", reply  # spec: R-BRG-006
@@ -129,7 +130,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         index = data.draw(st.sampled_from(self._open_sessions()))
         defect, request = data.draw(ist.malformed_requests("prepare", objects_only=self._mcp, lone_surrogates=False))
         reply = self.sessions[index].prepare(request)
-        with ist.decided(*REQUEST_DECISIONS):
+        with ip.decided(*REQUEST_DECISIONS):
             assert reply["kind"] == "error", (defect, reply)  # spec: R-LIF-001
 
     @precondition(lambda self: self._jobs(active=True))
@@ -139,22 +140,22 @@ class LifecycleMachine(RuleBasedStateMachine):
         payload = json.loads(job["payload"])
         stage = job["stage"]
         if stage == "core":
-            subject = ist.Subject("core", data.draw(ist.core_candidates()), payload)
+            subject = ip.Subject("core", data.draw(ist.core_candidates()), payload)
         else:
-            subject = ist.Subject("data", data.draw(ist.data_candidates(payload, job["plan"].data)), payload)
+            subject = ip.Subject("data", data.draw(ist.data_candidates(payload, job["plan"].data)), payload)
         expected, fault = "valid", None
         text = subject.text
         if data.draw(st.booleans()):
             fault, broken = data.draw(ist.broken_candidates(subject, lone_surrogates=False))
             text, expected = broken.text, broken.expected_code
         reply = self._session(job).accept({"jobId": job["id"], "stepToken": job["token"], "candidateText": text})
-        code = ist.error_code(reply)
+        code = ip.error_code(reply)
         assert code not in ("BRIDGE_JOB_NOT_FOUND", "BRIDGE_STEP_CONFLICT"), ("an active job was lost", reply)
-        with ist.decided(*judgement_decisions(job["instance"], fault)):
+        with ip.decided(*judgement_decisions(job["instance"], fault)):
             self._judged(job, stage, expected, text, reply)
 
     def _judged(self, job: dict[str, Any], stage: str, expected: str, text: str, reply: dict[str, Any]) -> None:
-        code = ist.error_code(reply)
+        code = ip.error_code(reply)
         if expected == "LIMIT_EXCEEDED":
             self._still_usable(job, reply)
             return
@@ -162,7 +163,7 @@ class LifecycleMachine(RuleBasedStateMachine):
             if job["repairs"][stage] < repairs_allowed(job["instance"]):  # spec: R-ERR-026, R-ERR-027
                 job["repairs"][stage] += 1
                 assert reply["kind"] == "task" and reply["stage"] == stage, reply
-                with ist.decided("D-PAY-004"):  # the repair material's shape
+                with ip.decided("D-PAY-004"):  # the repair material's shape
                     assert json.loads(reply["payload"])["repair"]["attempt"] == job["repairs"][stage]
             else:
                 assert code == "MODEL_OUTPUT_INVALID" and reply["error"]["stage"] == stage, reply
@@ -183,7 +184,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         defect, request = data.draw(ist.malformed_requests("accept", job_id=job["id"], step_token=job["token"],
                                                            objects_only=self._mcp))  # fmt: skip
         reply = self._session(job).accept(request)
-        with ist.decided(*REQUEST_DECISIONS):
+        with ip.decided(*REQUEST_DECISIONS):
             assert reply["kind"] == "error", (defect, reply)
             self._still_usable(job, reply)
 
@@ -194,8 +195,8 @@ class LifecycleMachine(RuleBasedStateMachine):
         job = data.draw(st.sampled_from([j for j in self._jobs() if j["used"]]))
         token, text, reply, wire = data.draw(st.sampled_from(job["used"]))
         again = self._session(job).accept({"jobId": job["id"], "stepToken": token, "candidateText": text})
-        with ist.decided("D-BRG-007"):  # seed 000: a replay *may* reuse the retained reply
-            assert ist.canonical(again) == ist.canonical(reply), "replay drift"
+        with ip.decided("D-BRG-007"):  # seed 000: a replay *may* reuse the retained reply
+            assert ip.canonical(again) == ip.canonical(reply), "replay drift"
             last = self._session(job).last_text
             assert wire is None or last is None or last == wire, "replay drift in the text content"
 
@@ -207,8 +208,8 @@ class LifecycleMachine(RuleBasedStateMachine):
         token, text, _, _ = data.draw(st.sampled_from(job["used"]))
         other = text + data.draw(st.sampled_from([" ", "\n", "x"]))
         reply = self._session(job).accept({"jobId": job["id"], "stepToken": token, "candidateText": other})
-        with ist.decided("D-BRG-008"):  # seed 000: *may* conflict
-            assert ist.error_code(reply) == "BRIDGE_STEP_CONFLICT", reply
+        with ip.decided("D-BRG-008"):  # seed 000: *may* conflict
+            assert ip.error_code(reply) == "BRIDGE_STEP_CONFLICT", reply
 
     @precondition(lambda self: self._jobs() and len(self._open_sessions()) >= 2)
     @rule(data=st.data())
@@ -220,16 +221,16 @@ class LifecycleMachine(RuleBasedStateMachine):
             reply = self.sessions[other].accept({"jobId": job["id"], "stepToken": job["token"], "candidateText": "{}"})
         else:
             reply = self.sessions[other].cancel({"jobId": job["id"]})
-        with ist.decided("D-BRG-003"):
-            assert ist.error_code(reply) == "BRIDGE_JOB_NOT_FOUND", reply
+        with ip.decided("D-BRG-003"):
+            assert ip.error_code(reply) == "BRIDGE_JOB_NOT_FOUND", reply
 
     @rule(data=st.data())
     def unknown_job(self, data: st.DataObject) -> None:
         index = data.draw(st.sampled_from(self._open_sessions()))
         job_id = data.draw(st.sampled_from(["x" * 22, "", "never-issued"]))
         reply = self.sessions[index].cancel({"jobId": job_id})  # spec: R-CAN-009
-        with ist.decided("D-BRG-003"):
-            assert ist.error_code(reply) == "BRIDGE_JOB_NOT_FOUND", reply
+        with ip.decided("D-BRG-003"):
+            assert ip.error_code(reply) == "BRIDGE_JOB_NOT_FOUND", reply
 
     @precondition(lambda self: self._jobs(active=True))
     @rule(data=st.data())
@@ -238,8 +239,8 @@ class LifecycleMachine(RuleBasedStateMachine):
         job = data.draw(st.sampled_from(self._jobs(active=True)))
         token = data.draw(st.sampled_from(["x" * 22, job["id"], job["token"] + "x"]))
         reply = self._session(job).accept({"jobId": job["id"], "stepToken": token, "candidateText": "{}"})
-        with ist.decided("D-BRG-008"):
-            assert ist.error_code(reply) == "BRIDGE_STEP_CONFLICT", reply
+        with ip.decided("D-BRG-008"):
+            assert ip.error_code(reply) == "BRIDGE_STEP_CONFLICT", reply
 
     @precondition(lambda self: self._jobs(active=True))
     @rule(data=st.data())
@@ -254,8 +255,8 @@ class LifecycleMachine(RuleBasedStateMachine):
             request["detail"] = data.draw(st.sampled_from(["模型拒绝", " ", "x" * 2048]))
         reply = self._session(job).cancel(request)
         stage, job["stage"], job["terminal"] = job["stage"], None, reply
-        assert ist.error_code(reply) == CANCEL_CODES[outcome or "cancelled"], reply
-        with ist.decided("D-BRG-015"):  # the stage of a cancel's error
+        assert ip.error_code(reply) == CANCEL_CODES[outcome or "cancelled"], reply
+        with ip.decided("D-BRG-015"):  # the stage of a cancel's error
             assert reply["error"]["stage"] == stage
 
     @precondition(lambda self: self._jobs(active=True))
@@ -264,7 +265,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         job = data.draw(st.sampled_from(self._jobs(active=True)))
         defect, request = data.draw(ist.malformed_requests("cancel", job_id=job["id"], objects_only=self._mcp, lone_surrogates=False))
         reply = self._session(job).cancel(request)
-        with ist.decided(*REQUEST_DECISIONS):
+        with ip.decided(*REQUEST_DECISIONS):
             assert reply["kind"] == "error", (defect, reply)
             self._still_usable(job, reply)
 
@@ -274,8 +275,8 @@ class LifecycleMachine(RuleBasedStateMachine):
         # spec: R-CAN-008 -- a retained terminal job answers with its terminal reply, a result too.
         job = data.draw(st.sampled_from(self._jobs(active=False)))
         reply = self._session(job).cancel({"jobId": job["id"], "outcome": "refusal"})
-        with ist.decided("D-LIM-001", "D-BRG-013"):  # still retained: the capacities are the reference's
-            assert ist.canonical(reply) == ist.canonical(job["terminal"]), "replay drift"
+        with ip.decided("D-LIM-001", "D-BRG-013"):  # still retained: the capacities are the reference's
+            assert ip.canonical(reply) == ip.canonical(job["terminal"]), "replay drift"
 
     @invariant()
     def tokens_are_never_reissued(self) -> None:

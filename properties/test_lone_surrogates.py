@@ -20,6 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_byte_limits import _cancel, _check_cancel, _ending_with
 
+from intentref import properties as ip
 from intentref import strategies as ist
 from intentref.core.jsontext import dumps_compact
 from intentref.core.limits import MAX_CANCEL_DETAIL_BYTES, utf8_length
@@ -52,19 +53,19 @@ def test_a_lone_surrogate_makes_another_text_and_never_a_token(intentref_target:
     # another text on a used step, and a token that is one was never issued.
     lone = data.draw(st.sampled_from(list(LONE.values())), label="lone surrogate")
     core = dumps_compact(data.draw(ist.core_candidates(), label="core"))
-    with ist.Example(intentref_target, requirements=("R-IDM-003", "R-IDM-004")) as ex:
+    with ip.Example(intentref_target, requirements=("R-IDM-003", "R-IDM-004")) as ex:
         session = ex.session()
         task = session.prepare({"instance": "order", "input": "查询订单 000123"})
         bogus = session.accept({"jobId": task["jobId"], "stepToken": lone, "candidateText": core})
-        assert ist.error_code(bogus) == "BRIDGE_STEP_CONFLICT", bogus
-        first = session.accept(ist.step_of(task, core))
-        again = session.accept(ist.step_of(task, core + lone))
+        assert ip.error_code(bogus) == "BRIDGE_STEP_CONFLICT", bogus
+        first = session.accept(ip.step_of(task, core))
+        again = session.accept(ip.step_of(task, core + lone))
     assert first["kind"] in ("task", "result", "error"), first
-    assert ist.error_code(again) == "BRIDGE_STEP_CONFLICT", again
+    assert ip.error_code(again) == "BRIDGE_STEP_CONFLICT", again
 
 
 def test_an_unknown_job_named_by_a_lone_surrogate_is_not_found(intentref_target: Any) -> None:
     # spec: R-CAN-009
-    with ist.Example(intentref_target, requirements=("R-CAN-009",)) as ex:
+    with ip.Example(intentref_target, requirements=("R-CAN-009",)) as ex:
         reply = ex.session().cancel({"jobId": "\ud800"})
-    assert ist.error_code(reply) == "BRIDGE_JOB_NOT_FOUND", reply
+    assert ip.error_code(reply) == "BRIDGE_JOB_NOT_FOUND", reply

@@ -16,13 +16,14 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from intentref import properties as ip
 from intentref import strategies as ist
 from intentref.core import jsonpointer
 from intentref.core.jsontext import dumps_compact
 
 REQUIREMENTS = ("R-DAT-005", "R-DAT-006", "R-SRC-010", "R-SRC-011")
 # The catalog's generated schemas and instances.json's escaped-keys instance.
-SCHEMA_INSTANCES = ["gen-00", "escaped", *sorted(n for n in ist.catalog_instances() if n.startswith("gen-"))[1:]]
+SCHEMA_INSTANCES = ["gen-00", "escaped", *sorted(n for n in ip.catalog_instances() if n.startswith("gen-"))[1:]]
 
 
 @given(ist.pointer_tokens())
@@ -51,10 +52,10 @@ def test_the_escaping_edge_cases_by_name() -> None:
     assert jsonpointer.split("/data/~01") == ["data", "~1"]
 
 
-def _to_data_task(session: ist.ExampleSession, plan: ist.Plan, core: dict[str, Any]) -> dict[str, Any]:
+def _to_data_task(session: ip.ExampleSession, plan: ip.Plan, core: dict[str, Any]) -> dict[str, Any]:
     task = session.prepare(plan.request)
     assert task["kind"] == "task" and task["stage"] == "core", task
-    data_task = session.accept(ist.step_of(task, dumps_compact(core)))
+    data_task = session.accept(ip.step_of(task, dumps_compact(core)))
     assert data_task["kind"] == "task" and data_task["stage"] == "data", data_task
     return data_task
 
@@ -69,7 +70,7 @@ def _check_reachable(candidate: dict[str, Any], result: dict[str, Any], payload:
         assert tokens is not None and len(tokens) == 2 and tokens[1] in payload["selectedFields"], entry["path"]
         assert jsonpointer.exists(document, tokens) == (entry["status"] == "extracted")
     covered = [e["path"] for e in candidate["evidence"]]
-    for path in ist.schema_paths(payload["selectedSchema"]):  # every declared key, nested ones too
+    for path in ip.schema_paths(payload["selectedSchema"]):  # every declared key, nested ones too
         tokens = jsonpointer.split(path)
         assert tokens is not None and jsonpointer.exists(document, tokens), f"{path} is not in the result's data"
         assert any(c == path or c.startswith(path + "/") for c in covered), f"no evidence reaches {path}"
@@ -78,15 +79,15 @@ def _check_reachable(candidate: dict[str, Any], result: dict[str, Any], payload:
 @given(data=st.data())
 def test_every_schema_key_is_reachable_through_the_target(intentref_target: Any, data: st.DataObject) -> None:
     # spec: R-DAT-005, R-DAT-006, R-SRC-010, R-SRC-011, R-RES-048
-    name = data.draw(st.sampled_from(ist.available(intentref_target, SCHEMA_INSTANCES)), label="instance")
+    name = data.draw(st.sampled_from(ip.available(intentref_target, SCHEMA_INSTANCES)), label="instance")
     plan = data.draw(ist.plans(name, complete=True), label="plan")
     core = data.draw(ist.core_candidates(), label="core")
-    with ist.Example(intentref_target, requirements=REQUIREMENTS) as ex:
+    with ip.Example(intentref_target, requirements=REQUIREMENTS) as ex:
         session = ex.session()
         data_task = _to_data_task(session, plan, core)
         payload = json.loads(data_task["payload"])
         candidate = data.draw(ist.data_candidates(payload, plan.data), label="data candidate")
-        reply = session.accept(ist.step_of(data_task, dumps_compact(candidate)))
+        reply = session.accept(ip.step_of(data_task, dumps_compact(candidate)))
     assert reply["kind"] == "result", reply
     assert reply["result"]["data"] == plan.data
     _check_reachable(candidate, reply["result"], payload)
@@ -102,10 +103,10 @@ def _wrongly_escaped(path: str) -> str:
 @given(data=st.data())
 def test_a_wrongly_escaped_path_is_never_accepted(intentref_target: Any, data: st.DataObject) -> None:
     # spec: R-DAT-006, R-ERR-015 -- "/data/a~01b" is not the key "a/b"; the candidate is repaired or fails.
-    name = data.draw(st.sampled_from(ist.available(intentref_target, ["gen-00", "escaped"])), label="instance")
+    name = data.draw(st.sampled_from(ip.available(intentref_target, ["gen-00", "escaped"])), label="instance")
     plan = data.draw(ist.plans(name, complete=True), label="plan")
     core = data.draw(ist.core_candidates(), label="core")
-    with ist.Example(intentref_target, requirements=("R-DAT-006", "R-ERR-015")) as ex:
+    with ip.Example(intentref_target, requirements=("R-DAT-006", "R-ERR-015")) as ex:
         session = ex.session()
         data_task = _to_data_task(session, plan, core)
         payload = json.loads(data_task["payload"])
@@ -116,10 +117,10 @@ def test_a_wrongly_escaped_path_is_never_accepted(intentref_target: Any, data: s
         index = data.draw(st.sampled_from(bad), label="entry")
         leaf = candidate["evidence"][index]["path"]
         candidate["evidence"][index]["path"] = _wrongly_escaped(leaf)
-        reply = session.accept(ist.step_of(data_task, dumps_compact(candidate)))
+        reply = session.accept(ip.step_of(data_task, dumps_compact(candidate)))
     assert reply["kind"] != "result", reply
-    with ist.decided("D-ERR-007", "D-ERR-008", "D-PAY-004"):  # which issue paths a refusal reports, and where
-        paths = ist.issue_paths(reply)
+    with ip.decided("D-ERR-007", "D-ERR-008", "D-PAY-004"):  # which issue paths a refusal reports, and where
+        paths = ip.issue_paths(reply)
         assert f"/evidence/{index}/path" in paths or leaf in paths, paths
 
 
@@ -131,11 +132,11 @@ def test_fresh_schemas_in_process(intentref_target: Any, definition: dict[str, A
     instances = {"fresh": {"language": "en", "schema": definition, "repairAttempts": 0}}
     plan = data.draw(ist.plans("fresh", definition, complete=True), label="plan")
     core = data.draw(ist.core_candidates(), label="core")
-    with ist.Example(intentref_target, instances=instances, fresh=True, requirements=REQUIREMENTS) as ex:
+    with ip.Example(intentref_target, instances=instances, fresh=True, requirements=REQUIREMENTS) as ex:
         session = ex.session()
         data_task = _to_data_task(session, plan, core)
         payload = json.loads(data_task["payload"])
         candidate = data.draw(ist.data_candidates(payload, plan.data), label="data candidate")
-        reply = session.accept(ist.step_of(data_task, dumps_compact(candidate)))
+        reply = session.accept(ip.step_of(data_task, dumps_compact(candidate)))
     assert reply["kind"] == "result", reply
     _check_reachable(candidate, reply["result"], payload)

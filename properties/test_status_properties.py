@@ -16,6 +16,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from intentref import properties as ip
 from intentref import strategies as ist
 from intentref.core.jsontext import dumps_compact
 
@@ -45,11 +46,11 @@ def expected_item(index: int, item: dict[str, Any]) -> dict[str, Any]:
 
 
 def _result(target: Any, request: dict[str, Any], candidate: dict[str, Any]) -> dict[str, Any]:
-    with ist.Example(target, requirements=REQUIREMENTS) as ex:
+    with ip.Example(target, requirements=REQUIREMENTS) as ex:
         session = ex.session()
         task = session.prepare(request)
         assert task["kind"] == "task" and task["stage"] == "core", task
-        reply = session.accept(ist.step_of(task, dumps_compact(candidate)))
+        reply = session.accept(ip.step_of(task, dumps_compact(candidate)))
     assert reply["kind"] == "result", reply  # "default" has no fields: the core result is final
     result: dict[str, Any] = reply["result"]
     return result
@@ -87,12 +88,12 @@ def test_every_blocker_combination_in_one_candidate(intentref_target: Any) -> No
 @given(request=ist.requests("order"), member=st.sampled_from(["context", "fields"]))
 def test_null_members_mean_absent(intentref_target: Any, request: dict[str, Any], member: str) -> None:
     # D-REQ-004, D-REQ-005 -- null context and null fields are read as absent (spec: R-BRG-019, R-FLD-001).
-    with ist.Example(intentref_target, requirements=("R-BRG-019", "R-FLD-001")) as ex:
+    with ip.Example(intentref_target, requirements=("R-BRG-019", "R-FLD-001")) as ex:
         session = ex.session()
         absent = session.prepare({k: v for k, v in request.items() if k != member})
         # Accepting null at all is decided: an SDK whose schema has no null may refuse it.
-        with ist.decided("D-REQ-004", "D-REQ-005"):
+        with ip.decided("D-REQ-004", "D-REQ-005"):
             null = session.prepare({**request, member: None})
-    with ist.decided("D-REQ-004", "D-REQ-005"):
+    with ip.decided("D-REQ-004", "D-REQ-005"):
         assert absent["kind"] == null["kind"] == "task", (absent, null)
         assert absent["payload"] == null["payload"]

@@ -3,14 +3,19 @@
 Use them like ``hypothesis.strategies``::
 
     from hypothesis import given, strategies as st
-    from intentref import strategies as ist
+    from intentref import properties as ip, strategies as ist
 
     @given(ist.plans("order"), ist.core_candidates(), st.data())
     def test_order_flow(intentref_target, plan, core, data):
-        with ist.Example(intentref_target) as ex:
+        with ip.Example(intentref_target) as ex:
             session = ex.session()
             task = session.prepare(plan.request)
             ...
+
+Every name this module exports is a function returning a ``SearchStrategy`` (a test keeps
+it so).  The types the strategies take and give (``Plan``, ``Subject``, ``Broken``), the
+named faults (``FAULTS``) and the pieces a property needs to drive a target (``Example``,
+``decided``, ``error_code``, ...) live in ``intentref.properties``.
 
 Everything generated is valid by construction unless its name says otherwise:
 
@@ -21,15 +26,13 @@ Everything generated is valid by construction unless its name says otherwise:
 * candidates: ``core_candidates`` (any blocker combination), ``data_candidates`` for a
   given data task payload;
 * faults: ``broken_candidates(subject)`` -> ``(name, Broken(text, expected_code,
-  pointer))``, one of the named faults of ``FAULTS`` (``core.blank_normalized_input``,
-  ``data.quote_not_in_source``, ``json.duplicate_key``, ``json.deep_nesting``,
-  ``text.lone_surrogate``, ...);
+  pointer))``, one of the named faults of ``intentref.properties.FAULTS``
+  (``core.blank_normalized_input``, ``data.quote_not_in_source``, ``json.duplicate_key``,
+  ``json.deep_nesting``, ``text.lone_surrogate``, ...);
 * replies: ``bridge_replies`` and ``mcp_tool_results``, valid (real replies of the
   reference) or malformed in one named way, for decoder tests;
-* wrong calls: ``malformed_requests(op)``, ``cancel_details(total_bytes)``.
-
-And the pieces a property needs to drive a target (``intentref.suite.conformance.targets``):
-``Example``, ``DifferentialTarget``, ``make_target``, ``catalog_instances``.
+* wrong calls: ``malformed_requests(op)``, ``cancel_details(total_bytes)``,
+  ``wrong_type_values``.
 """
 
 from __future__ import annotations
@@ -40,108 +43,26 @@ from typing import Any, TypeVar
 from hypothesis import strategies as st
 
 from intentref.suite import _strategies_impl as _impl
-from intentref.suite._projection import FAULT_DECISIONS, DecidedAssertion, decided, failure_level, project
-from intentref.suite._property_targets import (
-    STATS,
-    DifferentialTarget,
-    Divergence,
-    Example,
-    ExampleSession,
-    TokenMap,
-    UnsupportedByTarget,
-    available,
-    canonical,
-    case_from_calls,
-    catalog_instances,
-    close_runs,
-    error_code,
-    generated_instances,
-    is_bridge_reply,
-    issue_paths,
-    make_target,
-    separate_sessions,
-    step_of,
-)
-from intentref.suite._reference_replies import catalog_schema, reference_reply
-from intentref.suite._strategies_impl import (
-    DEEP_NESTING,
-    FAULTS,
-    LONE_SURROGATES,
-    MCP_DEFECTS,
-    REPLY_DEFECTS,
-    SPECIAL_KEYS,
-    Broken,
-    Fault,
-    HypothesisDraw,
-    Plan,
-    RandomDraw,
-    Subject,
-    faults_for,
-    leaves,
-    payload_sources,
-    schema_paths,
-    tool_result,
-)
+from intentref.suite._reference_replies import catalog_schema as _catalog_schema
+from intentref.suite._reference_replies import reference_reply as _reference_reply
 
 T = TypeVar("T")
 
 __all__ = [
-    "DEEP_NESTING",
-    "FAULTS",
-    "FAULT_DECISIONS",
-    "LONE_SURROGATES",
-    "MCP_DEFECTS",
-    "REPLY_DEFECTS",
-    "SPECIAL_KEYS",
-    "STATS",
-    "Broken",
-    "DecidedAssertion",
-    "DifferentialTarget",
-    "Divergence",
-    "Example",
-    "ExampleSession",
-    "Fault",
-    "HypothesisDraw",
-    "Plan",
-    "RandomDraw",
-    "Subject",
-    "TokenMap",
-    "UnsupportedByTarget",
-    "available",
     "blocker_combinations",
     "bridge_replies",
     "broken_candidates",
     "cancel_details",
-    "canonical",
-    "case_from_calls",
-    "catalog_instances",
-    "catalog_schema",
-    "close_runs",
     "contexts",
     "core_candidates",
     "data_candidates",
-    "decided",
-    "error_code",
-    "failure_level",
-    "faults_for",
-    "generated_instances",
-    "is_bridge_reply",
-    "issue_paths",
     "keys",
-    "leaves",
-    "make_target",
     "malformed_requests",
     "mcp_tool_results",
-    "payload_sources",
     "plans",
     "pointer_tokens",
-    "project",
     "requests",
-    "schema_paths",
     "schemas",
-    "separate_sessions",
-    "step_of",
-    "tool_result",
     "wrong_type_values",
 ]
 
@@ -167,13 +88,13 @@ def contexts() -> st.SearchStrategy[Any]:
 
 
 def plans(instance: str, definition: dict[str, Any] | None = None, allow_empty_selection: bool = False,
-          complete: bool = False) -> st.SearchStrategy[Plan]:  # fmt: skip
+          complete: bool = False) -> st.SearchStrategy[_impl.Plan]:  # fmt: skip
     """A prepare request for ``instance`` and the data a truthful model would extract from it.
 
     ``definition`` defaults to the catalog schema of ``instance``; ``complete`` puts every
     key the selected schema declares into the data (every optional one, arrays non-empty).
     """
-    schema = catalog_schema(instance) if definition is None else definition
+    schema = _catalog_schema(instance) if definition is None else definition
     return _generated(_impl.plan_request, instance, schema, allow_empty_selection, complete)
 
 
@@ -198,14 +119,14 @@ def data_candidates(payload: dict[str, Any], data: dict[str, Any] | None = None)
     return _generated(_impl.data_candidate, payload, data)
 
 
-def broken_candidates(subject: Subject, faults: Sequence[str] | None = None, include_heavy: bool = False,
-                      lone_surrogates: bool = True) -> st.SearchStrategy[tuple[str, Broken]]:  # fmt: skip
+def broken_candidates(subject: _impl.Subject, faults: Sequence[str] | None = None, include_heavy: bool = False,
+                      lone_surrogates: bool = True) -> st.SearchStrategy[tuple[str, _impl.Broken]]:  # fmt: skip
     """``(fault name, Broken)``: the subject's candidate broken in one named way.
 
     ``lone_surrogates=False`` leaves out the faults whose text holds a raw lone surrogate,
     which reaches a server only over some transports (D-MCP-008, D-CNF-053).
     """
-    names = [n for n in (faults or faults_for(subject, include_heavy)) if FAULTS[n].applies(subject)
+    names = [n for n in (faults or _impl.faults_for(subject, include_heavy)) if _impl.FAULTS[n].applies(subject)
              and (lone_surrogates or n not in _impl.LONE_SURROGATE_FAULTS)]  # fmt: skip
     if not names:
         raise ValueError("no fault applies to this candidate")
@@ -237,15 +158,15 @@ def wrong_type_values() -> st.SearchStrategy[Any]:
 def bridge_replies(valid: bool = True) -> st.SearchStrategy[Any]:
     """Real replies of the reference; with ``valid=False``, ``(defect, requirement, value)``."""
     if valid:
-        return _generated(reference_reply)
-    return _generated(lambda d: _impl.malformed_reply(d, reference_reply(d)))
+        return _generated(_reference_reply)
+    return _generated(lambda d: _impl.malformed_reply(d, _reference_reply(d)))
 
 
 def mcp_tool_results(valid: bool = True) -> st.SearchStrategy[Any]:
     """CallToolResult objects (content, structuredContent, isError); malformed ones as ``(defect, requirement, value)``."""
     if valid:
-        return _generated(lambda d: tool_result(reference_reply(d)))
-    return _generated(lambda d: _impl.malformed_tool_result(d, reference_reply(d)))
+        return _generated(lambda d: _impl.tool_result(_reference_reply(d)))
+    return _generated(lambda d: _impl.malformed_tool_result(d, _reference_reply(d)))
 
 
 def _generated(generator: Callable[..., T], *args: Any) -> st.SearchStrategy[T]:
@@ -254,6 +175,6 @@ def _generated(generator: Callable[..., T], *args: Any) -> st.SearchStrategy[T]:
     @st.composite
     def strategy(draw: Any) -> T:
         draw(st.just(None))  # a generator may make no choice at all; composite warns when none is drawn
-        return generator(HypothesisDraw(draw), *args)
+        return generator(_impl.HypothesisDraw(draw), *args)
 
     return strategy()

@@ -11,68 +11,12 @@ from typing import Any
 
 from intentref import Intent
 from intentref.bridge import BridgeSession, IntentBridge, create_intent_bridge
+from intentref.devtools.examples import ORDER_CORE, ORDER_DATA, ORDER_DATA_MISSING, ORDER_INPUT, ORDER_SCHEMA
 
-# seed 000 "回复类型" / "core 候选" / "data 候选": the order example.
-ORDER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"orderId": {"type": "string", "description": "当前请求中的订单编号，保留前导零。"}},
-    "required": ["orderId"],
-    "additionalProperties": False,
-}
-ORDER_INPUT = "查询订单 000123"
-CORE_CANDIDATE: dict[str, Any] = {
-    "normalizedInput": "查询订单 000123。",
-    "primaryIntent": "查询订单 000123",
-    "requirements": [],
-    "prohibitions": [],
-    "intents": [
-        {
-            "action": "query",
-            "target": "订单 000123",
-            "requirements": [],
-            "blockers": {
-                "clarificationReason": None,
-                "questions": [],
-                "confirmationReason": None,
-                "conditionReason": None,
-            },
-        }
-    ],
-}
-DATA_CANDIDATE: dict[str, Any] = {
-    "data": {"orderId": "000123"},
-    "evidence": [
-        {"path": "/data/orderId", "mode": "exact", "sources": [{"sourceId": "input", "quote": "000123"}]}
-    ],
-    "descriptionChecks": [
-        {
-            "path": "/data/orderId",
-            "verdict": "satisfied",
-            "explanation": "输入明确提供精确订单编号。",
-            "sources": [{"sourceId": "input", "quote": "000123"}],
-        }
-    ],
-    "fieldResults": [{"path": "/data/orderId", "status": "extracted", "explanation": "输入明确提供编号。"}],
-    "issues": [],
-}
-# seed 000 "data 候选": the required number is missing -> DATA_EXTRACTION_FAILED.
-DATA_MISSING_CANDIDATE: dict[str, Any] = {
-    "data": {},
-    "evidence": [],
-    "descriptionChecks": [],
-    "fieldResults": [{"path": "/data/orderId", "status": "issue", "explanation": "没有提供订单编号。"}],
-    "issues": [
-        {
-            "code": "DATA_REQUIRED_MISSING",
-            "category": "business_information",
-            "path": "/data/orderId",
-            "message": "请提供订单编号。",
-        }
-    ],
-}
-CORE_TEXT = json.dumps(CORE_CANDIDATE, ensure_ascii=False)
-DATA_TEXT = json.dumps(DATA_CANDIDATE, ensure_ascii=False)
-DATA_MISSING_TEXT = json.dumps(DATA_MISSING_CANDIDATE, ensure_ascii=False)
+# seed 000 "回复类型" / "core 候选" / "data 候选": the order example, one definition (devtools/examples.py).
+CORE_TEXT = json.dumps(ORDER_CORE, ensure_ascii=False)
+DATA_TEXT = json.dumps(ORDER_DATA, ensure_ascii=False)
+DATA_MISSING_TEXT = json.dumps(ORDER_DATA_MISSING, ensure_ascii=False)
 CHECKED_DEFAULT: dict[str, Any] = {
     "input": ORDER_INPUT,
     "normalizedInput": "查询订单 000123。",

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from tests.bridge.bridge_helpers import CORE_CANDIDATE, accept, code, make_bridge, prepare
+from tests.bridge.bridge_helpers import ORDER_CORE, accept, code, make_bridge, prepare
 
 
 def _big_core(extra: int) -> str:
-    candidate = json.loads(json.dumps(CORE_CANDIDATE))
+    candidate = json.loads(json.dumps(ORDER_CORE))
     candidate["normalizedInput"] = "查询订单 000123。" + "很" * extra
     return json.dumps(candidate, ensure_ascii=False)
 

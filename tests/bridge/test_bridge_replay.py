@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 from bridge_helpers import (
-    CORE_CANDIDATE,
     CORE_TEXT,
     DATA_MISSING_TEXT,
     DATA_TEXT,
+    ORDER_CORE,
     accept,
     code,
     make_bridge,
@@ -74,8 +74,8 @@ def test_a_used_token_with_another_text_conflicts_and_changes_nothing() -> None:
     core = prepare(session)
     data = accept(session, core, CORE_TEXT)
     stats = bridge.stats()
-    reformatted = json.dumps(CORE_CANDIDATE, ensure_ascii=False, indent=2)  # same JSON, other text
-    for text in (reformatted, json.dumps(CORE_CANDIDATE), CORE_TEXT + " ", "{", "\ud800"):
+    reformatted = json.dumps(ORDER_CORE, ensure_ascii=False, indent=2)  # same JSON, other text
+    for text in (reformatted, json.dumps(ORDER_CORE), CORE_TEXT + " ", "{", "\ud800"):
         reply = accept(session, core, text)
         assert code(reply) == "BRIDGE_STEP_CONFLICT", text
         assert reply["error"]["stage"] == "bridge"

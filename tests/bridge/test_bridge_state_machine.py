@@ -20,7 +20,7 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from bridge_helpers import CORE_CANDIDATE, CORE_TEXT, DATA_MISSING_TEXT, DATA_TEXT, ORDER_SCHEMA, wire
+from bridge_helpers import CORE_TEXT, DATA_MISSING_TEXT, DATA_TEXT, ORDER_CORE, ORDER_SCHEMA, wire
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -54,7 +54,7 @@ PLACEHOLDER = "x" * TOKEN_LENGTH
 OVERSIZE = '"' + "x" * MAX_CANDIDATE_BYTES + '"'
 CANDIDATES = {
     "core": CORE_TEXT,
-    "core-reformatted": json.dumps(CORE_CANDIDATE, ensure_ascii=False, indent=1),
+    "core-reformatted": json.dumps(ORDER_CORE, ensure_ascii=False, indent=1),
     "data": DATA_TEXT,
     "data-missing": DATA_MISSING_TEXT,
     "bad-json": "{",

@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from intentref.devtools.examples import ORDER_CORE
 from intentref.suite.conformance.faulty import (
     FAULTS,
     MCP_MODEL,
@@ -97,7 +98,7 @@ def _ids(outcomes: Iterable[CaseOutcome], *kinds: str) -> list[str]:
 
 
 def _explain(outcome: CaseOutcome) -> str:
-    return f"{outcome.case_id} {outcome.outcome}: " + ("; ".join(outcome.mismatches[:3]) or outcome.detail)
+    return f"{outcome.case_id} {outcome.outcome}: " + ("; ".join(str(m) for m in outcome.mismatches[:3]) or outcome.detail)
 
 
 # --------------------------------------------------------------------------- the baselines
@@ -162,19 +163,6 @@ def test_the_suite_catches_the_fault(
 # --------------------------------------------------------------------------- the probes
 
 _JOB0 = {"jobId": {"$reply": 0, "pointer": "/jobId"}, "stepToken": {"$reply": 0, "pointer": "/stepToken"}}
-_NO_BLOCKERS = {
-    "clarificationReason": None,
-    "questions": [],
-    "confirmationReason": None,
-    "conditionReason": None,
-}
-_QUERY_CORE: dict[str, Any] = {
-    "normalizedInput": "查询订单 000123。",
-    "primaryIntent": "查询订单 000123",
-    "requirements": [],
-    "prohibitions": [],
-    "intents": [{"action": "query", "target": "订单 000123", "requirements": [], "blockers": _NO_BLOCKERS}],
-}
 # R-EXM-009: one delete item with clarification, confirmation and a condition.
 _THREE_BLOCKERS_CORE: dict[str, Any] = {
     "normalizedInput": "先明确旧日志类型，用户确认且备份检查通过后删除。",
@@ -237,8 +225,8 @@ PROBES: dict[str, list[dict[str, Any]]] = {
     ],
     "replay_new_token": [
         _prepare("order"),
-        _accept(_QUERY_CORE, {"$task": {"stage": "data"}}),
-        _accept(_QUERY_CORE, {"$sameAs": 1}),
+        _accept(ORDER_CORE, {"$task": {"stage": "data"}}),
+        _accept(ORDER_CORE, {"$sameAs": 1}),
     ],
     "is_error_wrong": [
         {**_prepare(), "envelope": {"isError": False, "textIsReply": True}},
@@ -259,7 +247,7 @@ PROBES: dict[str, list[dict[str, Any]]] = {
     ],
     "partial_result_dropped": [
         _prepare("order"),
-        _accept(_QUERY_CORE, {"$task": {"stage": "data"}}),
+        _accept(ORDER_CORE, {"$task": {"stage": "data"}}),
         {
             "op": "cancel",
             "args": {"jobId": {"$reply": 0, "pointer": "/jobId"}},
@@ -269,16 +257,16 @@ PROBES: dict[str, list[dict[str, Any]]] = {
     "expires_at_by_default": [
         {**_prepare(), "expect": {"$task": {"expiresAt": {"$absent": True}}}},
     ],
-    "ids_from_zero": [_prepare(), _accept(_QUERY_CORE, _result(intents=[_READY_ITEM]))],
+    "ids_from_zero": [_prepare(), _accept(ORDER_CORE, _result(intents=[_READY_ITEM]))],
     "input_trimmed": [
         _prepare(text="  查询订单 000123\n"),
-        _accept(_QUERY_CORE, _result(input="  查询订单 000123\n")),
+        _accept(ORDER_CORE, _result(input="  查询订单 000123\n")),
     ],
-    "null_for_absent": [_prepare(), _accept(_QUERY_CORE, _result(intents=[_READY_ITEM]))],
+    "null_for_absent": [_prepare(), _accept(ORDER_CORE, _result(intents=[_READY_ITEM]))],
     "conflict_as_replay": [
         _prepare(),
-        _accept(_QUERY_CORE, {"$subset": {"kind": "result"}}),
-        _accept({**_QUERY_CORE, "primaryIntent": "查询订单"}, {"$error": {"code": "BRIDGE_STEP_CONFLICT"}}),
+        _accept(ORDER_CORE, {"$subset": {"kind": "result"}}),
+        _accept({**ORDER_CORE, "primaryIntent": "查询订单"}, {"$error": {"code": "BRIDGE_STEP_CONFLICT"}}),
     ],
     "reclaimed_cancel_conflict": [
         _prepare(),

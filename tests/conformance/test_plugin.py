@@ -96,7 +96,7 @@ def test_project_supplies_its_own_target_fixture(tmp_path: Path) -> None:
     assert outcome.outcome == FAILED
     assert f"{case.id} failed at step {outcome.failed_step}" in result.stdout
     for mismatch in outcome.mismatches:
-        assert mismatch.split(": ")[0] in result.stdout
+        assert str(mismatch).split(": ")[0] in result.stdout
 
 
 def test_plugin_stops_the_session_when_the_target_cannot_start(tmp_path: Path) -> None:

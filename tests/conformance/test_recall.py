@@ -8,11 +8,14 @@ harness subprocess, the transport that takes Bridge options without being in-pro
 from __future__ import annotations
 
 import sys
+from typing import Any
+
+import pytest
 
 from intentref.suite.conformance.faulty import FAULTS, harness_command
 from intentref.suite.conformance.fixtures import Case, load_cases
 from intentref.suite.conformance.harness import HarnessTarget
-from intentref.suite.conformance.recall import on_stdio_floor, recall
+from intentref.suite.conformance.recall import on_stdio_floor, recall, run_all
 from intentref.suite.conformance.runner import execute
 from intentref.suite.conformance.script import FAILED, PASSED
 
@@ -43,6 +46,28 @@ def test_recall_runs_every_fault_and_prints_a_table() -> None:
     assert "MISSED: reason_order" in text
 
 
+def test_worker_processes_give_the_outcomes_of_one_process() -> None:
+    # An envelope case (the MCP model and the envelope faults run only those) beside three others.
+    cases = _cases("CAN-0060", "RES-0015", "ENV-0001", "IDM-0007")
+
+    def seen(outcomes: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        return {name: {case_id: (o.outcome, [str(m) for m in o.mismatches], o.failed_step, o.detail)
+                       for case_id, o in by_case.items()} for name, by_case in outcomes.items()}  # fmt: skip
+
+    alone = seen(run_all(cases=cases, jobs=1))
+    assert alone == seen(run_all(cases=cases, jobs=2))
+    assert sorted(alone) == sorted(["reference", "mcp-model", *FAULTS])
+    assert any(verdict[0] == FAILED for by_case in alone.values() for verdict in by_case.values())
+
+
+def test_the_recall_command_takes_jobs(capsys: pytest.CaptureFixture[str]) -> None:
+    from intentref.suite.conformance.recall import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--jobs", "0"])
+    assert exited.value.code == 2 and "must be at least 1, got 0" in capsys.readouterr().err
+
+
 def test_the_stdio_floor_excludes_options_decided_members_and_error_objects() -> None:
     by_id = {c.id: c for c in load_cases()}
     assert on_stdio_floor(by_id["RES-0015"])
@@ -62,7 +87,7 @@ def test_the_reclamation_rule_is_reached_through_a_real_harness() -> None:
     finally:
         faulty.close()
     assert {k: o.outcome for k, o in outcomes.items()} == dict.fromkeys(RECLAMATION, FAILED), outcomes
-    assert all("BRIDGE_STEP_CONFLICT" in o.mismatches[0] for o in outcomes.values())
+    assert all("BRIDGE_STEP_CONFLICT" in str(o.mismatches[0]) for o in outcomes.values())
     # The reference harness passes them: the failures are the fault's.
     good = HarnessTarget([sys.executable, "-m", "intentref.suite.conformance.harness_reference"])
     try:

@@ -40,6 +40,7 @@ from intentref.suite.conformance.fixtures import Case, load_cases
 from intentref.suite.conformance.runner import execute
 from intentref.suite.conformance.script import ERRORED, FAILED, PASSED, UNSUPPORTED, CaseOutcome
 from intentref.suite.conformance.targets import InProcessTarget
+from intentref.suite.conformance.values import History, Mismatch, match
 
 RUN_INFO: dict[str, Any] = {
     "target": "reference (in-process) + faults",
@@ -147,106 +148,130 @@ def written(run: Run, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Pat
 # --------------------------------------------------------------------------- mismatches
 
 
+_JOB = History(replies=[{"kind": "task"}])
+
+
 @pytest.mark.parametrize(
-    ("text", "where", "pointer", "expected", "got", "note"),
+    ("expected", "actual", "path", "where", "text", "fields"),
     [
         (
-            'step 2 (accept) /result/intents/0/id: expected "i1", got "i0"',
-            "step 2 (accept)",
+            "i1",
+            "i0",
             "/result/intents/0/id",
-            '"i1"',
-            '"i0"',
-            None,
-        ),
-        (
-            'step 0 (prepare) /expiresAt: expected no such member, got "2026"',
-            "step 0 (prepare)",
-            "/expiresAt",
-            "no such member",
-            '"2026"',
-            None,
-        ),
-        (
-            "step 1 (cancel) /error/partialResult: missing",
-            "step 1 (cancel)",
-            "/error/partialResult",
-            "a member here",
-            "nothing",
-            None,
-        ),
-        (
-            "step 3 (accept) /x: unexpected member null",
-            "step 3 (accept)",
-            "/x",
-            "no such member",
-            "null",
-            None,
-        ),
-        (
-            "step 4 envelope /isError: expected true, got false",
-            "step 4 envelope",
-            "/isError",
-            "true",
-            "false",
-            None,
-        ),
-        (
-            'step 1 (accept) /: expected a task reply, got {"kind":"error"}',
-            "step 1 (accept)",
-            "/",
-            "a task reply",
-            '{"kind":"error"}',
-            None,
-        ),
-        (
-            'setup /code: expected "SCHEMA_UNSUPPORTED", got "OK"',
-            "setup",
-            "/code",
-            '"SCHEMA_UNSUPPORTED"',
-            '"OK"',
-            None,
-        ),
-        (
-            "step 0: step 0 reply has nothing at /jobId",
-            "step 0",
-            "",
-            None,
-            None,
-            "step 0 reply has nothing at /jobId",
-        ),
-        (
-            'step 2 (accept) /s: expected "a, got b", got "c, got d"',
             "step 2 (accept)",
-            "/s",
-            '"a',
-            'b", got "c, got d"',
-            None,
-        ),
-        ("something else entirely", "", "", None, None, "something else entirely"),
-        (
-            "step 1 (accept) /data/order id: expected 1, got 2",
-            "step 1 (accept)",
-            "/data/order id",
-            "1",
-            "2",
-            None,
+            'step 2 (accept) /result/intents/0/id: expected "i1", got "i0"',
+            ("/result/intents/0/id", '"i1"', '"i0"', None),
         ),
         (
-            "step 3 (accept) step 2 reply has nothing at /x",
-            "step 3 (accept)",
+            {"$subset": {"expiresAt": {"$absent": True}}},
+            {"expiresAt": "2026"},
             "",
-            None,
-            None,
-            "step 2 reply has nothing at /x",
+            "step 0 (prepare)",
+            'step 0 (prepare) /expiresAt: expected no such member, got "2026"',
+            ("/expiresAt", "no such member", '"2026"', None),
+        ),
+        (
+            {"$subset": {"partialResult": 1}},
+            {},
+            "/error",
+            "step 1 (cancel)",
+            "step 1 (cancel) /error/partialResult: missing",
+            ("/error/partialResult", "a member here", "nothing", "missing"),
+        ),
+        (
+            {},
+            {"x": None},
+            "",
+            "step 3 (accept)",
+            "step 3 (accept) /x: unexpected member null",
+            ("/x", "no such member", "null", "unexpected member null"),
+        ),
+        (
+            True,
+            False,
+            "/isError",
+            "step 4 envelope",
+            "step 4 envelope /isError: expected true, got false",
+            ("/isError", "true", "false", None),
+        ),
+        (
+            {"$task": {}},
+            {"kind": "error"},
+            "",
+            "step 1 (accept)",
+            'step 1 (accept) /: expected a task reply, got {"kind":"error"}',
+            ("/", "a task reply", '{"kind":"error"}', None),
+        ),
+        (
+            {"$subset": {"code": "SCHEMA_UNSUPPORTED"}},
+            {"code": "OK"},
+            "",
+            "setup",
+            'setup /code: expected "SCHEMA_UNSUPPORTED", got "OK"',
+            ("/code", '"SCHEMA_UNSUPPORTED"', '"OK"', None),
+        ),
+        (
+            {"$reply": 0, "pointer": "/jobId"},
+            "j",
+            "/jobId",
+            "step 1 (accept)",
+            "step 1 (accept): step 0 reply has nothing at /jobId",
+            (None, None, None, "step 0 reply has nothing at /jobId"),
+        ),
+        # Both sides hold ", got ": a line of text could not be split back, the record needs no split.
+        (
+            "a, got b",
+            "c, got d",
+            "/s",
+            "step 2 (accept)",
+            'step 2 (accept) /s: expected "a, got b", got "c, got d"',
+            ("/s", '"a, got b"', '"c, got d"', None),
+        ),
+        (
+            1,
+            2,
+            "/data/order id",
+            "step 1 (accept)",
+            "step 1 (accept) /data/order id: expected 1, got 2",
+            ("/data/order id", "1", "2", None),
+        ),
+        (
+            {"$not": 1},
+            1,
+            "/n",
+            "",
+            "/n: expected anything but 1",
+            ("/n", None, None, "expected anything but 1"),
         ),
     ],
 )
-def test_a_mismatch_is_split_into_pointer_expected_and_got(
-    text: str, where: str, pointer: str, expected: str | None, got: str | None, note: str | None
+def test_a_mismatch_is_a_record_of_where_path_expected_and_actual(
+    expected: Any, actual: Any, path: str, where: str, text: str, fields: tuple[str | None, ...]
 ) -> None:
-    m = reports.parse_mismatch(text)
-    assert (m.where, m.pointer, m.expected, m.got, m.note) == (where, pointer, expected, got, note)
-    assert m.text == text  # nothing is lost, whatever the split
+    [found] = match(expected, actual, path, _JOB)
+    mismatch = found.at(where) if where else found
+    assert (mismatch.path, mismatch.expected, mismatch.actual, mismatch.reason) == fields
+    assert mismatch.where == where and str(mismatch) == text
+    assert mismatch.is_pair == (fields[1] is not None and fields[2] is not None)
+    assert mismatch.to_json() == dict(
+        zip(("where", "path", "expected", "actual", "reason"), (where, *fields), strict=True)
+    )
+
+
+def test_the_console_and_html_render_the_fields_not_a_line_of_text() -> None:
+    pair = Mismatch("/s", '"a, got b"', '"c, got d"', where="step 2 (accept)")
+    console, buffer = _plain_console()
+    console.print(reports.mismatch_line(pair))
+    assert buffer.getvalue().split() == ["step", "2", "(accept)", "/s", "expected", '"a,', "got", 'b"', "got", '"c,',
+                                         "got", 'd"']  # fmt: skip
+    table = reports._diff_table(
+        [pair, Mismatch(None, reason="step 0 reply has nothing at /jobId", where="step 1")]
+    )
+    assert '<td class="exp">&quot;a, got b&quot;</td><td class="got">&quot;c, got d&quot;</td>' in table
+    assert (
+        '<td>step 1</td><td class="ptr">/</td><td colspan="2">step 0 reply has nothing at /jobId</td>'
+        in table
+    )
 
 
 # --------------------------------------------------------------------------- console
@@ -271,9 +296,8 @@ def test_the_summary_shows_areas_failures_errors_and_a_closing_line(run: Run) ->
         assert re.search(rf"│ {area}\s+│", out), f"area {area} has no row"
     for outcome in run.of(FAILED):
         assert outcome.case_id in out
-        for line in outcome.mismatches:
-            m = reports.parse_mismatch(line)
-            assert m.pointer in out
+        for mismatch in outcome.mismatches:
+            assert (mismatch.path or "/") in out
     for outcome in run.of(ERRORED):
         assert outcome.case_id in out
     assert "RuntimeError: boom <script>" in out  # shown as text, markup and all
@@ -367,7 +391,8 @@ def test_the_json_report_satisfies_its_schema_and_counts(run: Run, written: dict
         assert entry["requirements"] == case.data["requirements"]
         assert entry["decisions"] == case.data.get("decisions", [])
         assert entry["failedStep"] == outcome.failed_step
-        assert entry["mismatches"] == outcome.mismatches
+        assert entry["mismatches"] == [str(m) for m in outcome.mismatches]
+        assert entry["mismatchDetails"] == [m.to_json() for m in outcome.mismatches]
     errored = by_id[run.of(ERRORED)[0].case_id]
     assert errored["detail"].startswith("RuntimeError: boom") and "\ufffd" in errored["detail"]
 
@@ -378,6 +403,22 @@ def test_the_report_schema_refuses_a_broken_report(run: Run) -> None:
     failed = next(e for e in document["cases"] if e["outcome"] == FAILED)
     failed["mismatches"] = []  # a failure must say why
     assert not validator.is_valid(document)
+
+
+def test_a_report_written_before_mismatch_details_still_validates(run: Run) -> None:
+    document = reports.report_document(RUN_INFO, run.cases, run.outcomes)
+    validator = jsonschema.Draft202012Validator(reports.report_schema())
+    assert any(entry["mismatchDetails"] for entry in document["cases"])
+    for entry in document["cases"]:
+        del entry["mismatchDetails"]
+    validator.validate(document)
+    failed = next(
+        e
+        for e in reports.report_document(RUN_INFO, run.cases, run.outcomes)["cases"]
+        if e["outcome"] == FAILED
+    )
+    failed["mismatchDetails"][0]["pointer"] = "/"  # a member the record does not have
+    assert not validator.is_valid({**document, "cases": [failed]})
 
 
 # --------------------------------------------------------------------------- JUnit
@@ -414,7 +455,7 @@ def test_the_junit_report_counts_match(run: Run, written: dict[str, Path]) -> No
             expected = {PASSED: [], FAILED: ["failure"], ERRORED: ["error"], UNSUPPORTED: ["skipped"]}
             assert children == expected[outcome.outcome], element.get("name")
             if outcome.outcome == FAILED:
-                assert element.findtext("failure") == "\n".join(outcome.mismatches)
+                assert element.findtext("failure") == "\n".join(str(m) for m in outcome.mismatches)
             if outcome.outcome == UNSUPPORTED:
                 assert element.find("skipped").get("message", "").startswith("unsupported: ")  # type: ignore[union-attr]
 
@@ -430,7 +471,7 @@ def _hostile_run() -> tuple[list[Case], list[CaseOutcome]]:
     }
     cases = [Case("XSS", "hostile.json", data), Case("XSS", "hostile.json", {**data, "id": "XSS-0002"})]
     outcomes = [
-        CaseOutcome("XSS-0001", FAILED, [f"step 0 (accept) /a<b>: expected {HOSTILE}, got {HOSTILE}"], 0),
+        CaseOutcome("XSS-0001", FAILED, [Mismatch("/a<b>", HOSTILE, HOSTILE, where="step 0 (accept)")], 0),
         CaseOutcome("XSS-0002", ERRORED, detail=HOSTILE),
         CaseOutcome("XSS-0003", UNSUPPORTED, detail=HOSTILE),  # no case given: a stub stands in
     ]

@@ -22,14 +22,11 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp_types import CallToolResult
 
+# The seed order example, one definition shared with the benchmarks and the other tests.
+from intentref.devtools.examples import ORDER_CORE, ORDER_DATA, ORDER_INPUT, ORDER_SCHEMA
+
 SCRIPT = Path(sys.executable).with_name("intent-runtime-mcp")
 
-ORDER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"orderId": {"type": "string", "description": "当前请求中的订单编号，保留前导零。"}},
-    "required": ["orderId"],
-    "additionalProperties": False,
-}
 CONFIG: dict[str, Any] = {
     "instances": {
         "orders": {"language": "zh-CN", "schema": ORDER_SCHEMA, "repairAttempts": 1},
@@ -130,56 +127,6 @@ class ServerProcess:
         return code
 
 
-ORDER_INPUT = "查询订单 000123"
-ORDER_CORE: dict[str, Any] = {
-    "normalizedInput": "查询订单 000123。",
-    "primaryIntent": "查询订单 000123",
-    "requirements": [],
-    "prohibitions": [],
-    "intents": [
-        {
-            "action": "query",
-            "target": "订单 000123",
-            "requirements": [],
-            "blockers": {
-                "clarificationReason": None,
-                "questions": [],
-                "confirmationReason": None,
-                "conditionReason": None,
-            },
-        }
-    ],
-}
-ORDER_DATA: dict[str, Any] = {
-    "data": {"orderId": "000123"},
-    "evidence": [
-        {"path": "/data/orderId", "mode": "exact", "sources": [{"sourceId": "input", "quote": "000123"}]}
-    ],
-    "descriptionChecks": [
-        {
-            "path": "/data/orderId",
-            "verdict": "satisfied",
-            "explanation": "输入明确提供精确订单编号。",
-            "sources": [{"sourceId": "input", "quote": "000123"}],
-        }
-    ],
-    "fieldResults": [{"path": "/data/orderId", "status": "extracted", "explanation": "输入明确提供编号。"}],
-    "issues": [],
-}
-MISSING_ORDER_DATA: dict[str, Any] = {
-    "data": {},
-    "evidence": [],
-    "descriptionChecks": [],
-    "fieldResults": [{"path": "/data/orderId", "status": "issue", "explanation": "没有提供订单编号。"}],
-    "issues": [
-        {
-            "code": "DATA_REQUIRED_MISSING",
-            "category": "business_information",
-            "path": "/data/orderId",
-            "message": "请提供订单编号。",
-        }
-    ],
-}
 ORDER_RESULT_DATA = {"orderId": "000123"}
 
 

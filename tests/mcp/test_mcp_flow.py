@@ -15,9 +15,9 @@ import anyio
 import pytest
 from mcp import Client
 
+from intentref.devtools.examples import ORDER_DATA_MISSING
 from mcp_support import (
     ERAS,
-    MISSING_ORDER_DATA,
     ORDER_CORE,
     ORDER_DATA,
     ORDER_INPUT,
@@ -60,7 +60,7 @@ async def extraction_error(client: Client) -> None:
     core_task = await prepare_order(client, "查询订单")
     data_task = await accept(client, core_task, {**ORDER_CORE, "normalizedInput": "查询订单。"})
     assert data_task["kind"] == "task" and data_task["stage"] == "data", data_task
-    failed = await accept(client, data_task, MISSING_ORDER_DATA)
+    failed = await accept(client, data_task, ORDER_DATA_MISSING)
     assert failed["kind"] == "error"
     assert failed["error"]["code"] == "DATA_EXTRACTION_FAILED"
     assert failed["error"]["stage"] == "data"

@@ -19,21 +19,8 @@ from intentref.core.job import Job
 from intentref.core.policy import REFERENCE_POLICY
 from intentref.core.request import ParseRequest
 from intentref.core.schema_subset import Definition
+from intentref.devtools.examples import ORDER_CORE, ORDER_INPUT, ORDER_SCHEMA
 from intentref.suite.check import judge, rebuild
-
-ORDER_SCHEMA = {
-    "type": "object",
-    "properties": {"orderId": {"type": "string", "description": "当前请求中的订单编号，保留前导零。"}},
-    "required": ["orderId"],
-    "additionalProperties": False,
-}
-ORDER_INPUT = "查询订单 000123"
-CORE = {
-    "normalizedInput": "查询订单 000123。", "primaryIntent": "查询订单 000123", "requirements": [], "prohibitions": [],
-    "intents": [{"action": "query", "target": "订单 000123", "requirements": [],
-                 "blockers": {"clarificationReason": None, "questions": [], "confirmationReason": None,
-                              "conditionReason": None}}],
-}  # fmt: skip
 
 
 def _text(value: Any) -> str:
@@ -46,7 +33,7 @@ def _tasks(repair_attempts: int = 1) -> dict[str, dict[str, Any]]:
     session = create_intent_bridge({"instances": {"order": intent}}).connect()
     core = session.prepare({"instance": "order", "input": ORDER_INPUT, "context": "背景：老客户。"})
     core_repair = session.accept({"jobId": core["jobId"], "stepToken": core["stepToken"], "candidateText": "{}"})
-    data = session.accept({"jobId": core["jobId"], "stepToken": core_repair["stepToken"], "candidateText": _text(CORE)})
+    data = session.accept({"jobId": core["jobId"], "stepToken": core_repair["stepToken"], "candidateText": _text(ORDER_CORE)})
     data_repair = session.accept({"jobId": core["jobId"], "stepToken": data["stepToken"], "candidateText": "[]"})
     tasks = {"core": core, "core repair": core_repair, "data": data, "data repair": data_repair}
     assert [t["kind"] for t in tasks.values()] == ["task"] * 4, tasks

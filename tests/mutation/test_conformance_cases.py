@@ -48,7 +48,7 @@ def test_conformance_case(case: Case) -> None:
     target = RecordingTarget()
     [outcome] = execute([case], target)
     assert outcome.outcome != UNSUPPORTED, f"{case.id}: unexpectedly unsupported in-process: {outcome.detail}"
-    assert outcome.outcome == PASSED, "\n".join([f"{case.id}: {outcome.outcome} {outcome.detail}", *outcome.mismatches])
+    assert outcome.outcome == PASSED, "\n".join([f"{case.id}: {outcome.outcome} {outcome.detail}", *map(str, outcome.mismatches)])
     # spec: R-RPY-001 R-RPY-002 R-RPY-003 R-RPY-004 R-ERR-005 R-ERR-006 D-ERR-001 D-ERR-006
     faults = [f"step {index}: {fault}" for index, reply in enumerate(outcome.replies) if reply is not None
               for fault in reply_faults(reply)]  # fmt: skip

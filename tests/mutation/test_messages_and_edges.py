@@ -39,18 +39,13 @@ from intentref.core.schema_subset import (
     Definition,
     strip_removed_keywords,
 )
+from intentref.devtools.examples import ORDER_CORE
 
 SCHEMA = {"type": "object", "properties": {"orderId": {"type": "string"}}}
-CORE: dict[str, Any] = {
-    "normalizedInput": "查询订单 000123。", "primaryIntent": "查询订单 000123", "requirements": [], "prohibitions": [],
-    "intents": [{"action": "query", "target": "订单 000123", "requirements": [],
-                 "blockers": {"clarificationReason": None, "questions": [], "confirmationReason": None,
-                              "conditionReason": None}}],
-}  # fmt: skip
 
 
 def _core_with(change: Any) -> list[tuple[str, str]]:
-    candidate = copy.deepcopy(CORE)
+    candidate = copy.deepcopy(ORDER_CORE)
     change(candidate)
     return core_violations(candidate)
 
@@ -206,7 +201,7 @@ def test_every_bad_source_is_reported():
 def test_a_data_stage_contract_failure_says_data_candidate():
     # spec: R-ERR-027 D-ERR-006 -- the final contract error of the data stage has the data sentence.
     intent = Intent({"schema": SCHEMA, "repairAttempts": 0})
-    answers = iter([json.dumps(CORE, ensure_ascii=False), "{}"])
+    answers = iter([json.dumps(ORDER_CORE, ensure_ascii=False), "{}"])
     with pytest.raises(IntentParseError) as raised:
         intent.parse({"input": "查询订单 000123"}, lambda task: next(answers))
     error = raised.value.to_json()
@@ -243,7 +238,6 @@ def test_submitting_to_an_ended_job_is_a_programming_error_that_says_so():
 def test_a_repair_task_says_it_is_a_repair_and_the_first_task_does_not(stage, language):
     # spec: R-TSK-010 -- a repair task's instructions add the repair paragraph to its stage's own.
     from intentref.core.instructions import task_instructions
-    from intentref.devtools.examples import ORDER_CORE
 
     job = Intent({"schema": SCHEMA, "language": language, "repairAttempts": 1}).start({"input": "查询订单 000123"})
     first = job.task if stage == "core" else job.submit(json.dumps(ORDER_CORE, ensure_ascii=False)).task

@@ -20,14 +20,10 @@ from intentref.bridge import create_intent_bridge
 from intentref.core.jsontext import CandidateTextError, parse_candidate
 from intentref.core.policy import REFERENCE_POLICY
 from intentref.core.schema_subset import Definition
+from intentref.devtools.examples import ORDER_CORE
 
 SCHEMA = {"type": "object", "properties": {"orderId": {"type": "string"}}}
-CORE_TEXT = json.dumps({
-    "normalizedInput": "查询订单 000123。", "primaryIntent": "查询订单 000123", "requirements": [], "prohibitions": [],
-    "intents": [{"action": "query", "target": "订单 000123", "requirements": [],
-                 "blockers": {"clarificationReason": None, "questions": [], "confirmationReason": None,
-                              "conditionReason": None}}],
-}, ensure_ascii=False)  # fmt: skip
+CORE_TEXT = json.dumps(ORDER_CORE, ensure_ascii=False)
 
 
 # --------------------------------------------------------------------------- D-SCH-001

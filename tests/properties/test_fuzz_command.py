@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from intentref import cli
-from intentref import strategies as ist
+from intentref import properties as ip
 from intentref.suite.fuzz import KINDS
 
 COUNT = 12
@@ -55,11 +55,11 @@ def test_the_manifest_counts_what_was_written(cases: pathlib.Path) -> None:
     replies = [json.loads(p.read_text("utf-8")) for p in sorted((cases / "replies").glob("*.json"))]
     assert sum(manifest["faults"].values()) == len(candidates) == COUNT
     for name, count in manifest["faults"].items():
-        assert name == "valid" or name in ist.FAULTS
+        assert name == "valid" or name in ip.FAULTS
         assert count == sum((c["fault"] or "valid") == name for c in candidates)
     assert sum(manifest["defects"].values()) == len(replies) == COUNT
     for name in manifest["defects"]:
-        assert name in ist.REPLY_DEFECTS or name in ist.MCP_DEFECTS or name in ("valid.bridge", "valid.mcp")
+        assert name in ip.REPLY_DEFECTS or name in ip.MCP_DEFECTS or name in ("valid.bridge", "valid.mcp")
 
 
 def test_candidate_cases_hold_a_task_a_text_and_the_reference_verdict(cases: pathlib.Path) -> None:
@@ -78,7 +78,7 @@ def test_reply_cases_say_whether_they_are_valid(cases: pathlib.Path) -> None:
         case = json.loads(path.read_text("utf-8"))
         value = case["value"]
         if case["valid"] and case["layer"] == "bridge":
-            assert ist.is_bridge_reply(value)
+            assert ip.is_bridge_reply(value)
         if case["valid"] and case["layer"] == "mcp":
             assert json.loads(value["content"][0]["text"]) == value["structuredContent"]
             assert value["isError"] == (value["structuredContent"]["kind"] == "error")
@@ -108,6 +108,25 @@ def test_replay_reports_a_disagreement(cases: pathlib.Path, tmp_path: pathlib.Pa
     path.write_text(json.dumps(case), "utf-8")
     assert cli.main(["fuzz", "--replay", str(tmp_path), "--in-process"]) == 1
     assert "c0000" in capsys.readouterr().out
+
+
+def test_replay_gives_the_same_verdicts_over_several_workers(cases: pathlib.Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    # A faulty implementation, so that there are disagreements to keep in order, not only agreements.
+    replays = {}
+    for jobs in ("1", "3"):
+        assert cli.main(["fuzz", "--replay", str(cases), "--target", "faulty:ids_from_zero", "--jobs", jobs]) == 1
+        replays[jobs] = capsys.readouterr().out
+    assert replays["1"] == replays["3"]
+    disagreements = replays["1"].splitlines()[:-1]
+    assert disagreements and all(" disagree" not in line for line in disagreements)
+    assert [line.split(" ")[0] for line in disagreements] == sorted(line.split(" ")[0] for line in disagreements)
+
+
+def test_replay_refuses_a_jobs_count_below_one(cases: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["fuzz", "--replay", str(cases), "--jobs", "0"])
+    assert exited.value.code == 2 and "must be at least 1, got 0" in capsys.readouterr().err
 
 
 def test_large_and_ill_formed_texts_are_written_as_generators(tmp_path: pathlib.Path) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from intentref import strategies as ist
+from intentref import properties as ip
 from intentref.suite import _projection as projection
 from intentref.suite.conformance.fixtures import fixture_schema
 from intentref.suite.conformance.script import FAILED, PASSED, run_case
@@ -52,7 +52,7 @@ def _cases(path: pathlib.Path) -> list[dict[str, Any]]:
 
 
 def _outcome(case: dict[str, Any], target: Any) -> str:
-    run = target.open(ist.catalog_instances(), case.get("bridge", {}))
+    run = target.open(ip.catalog_instances(), case.get("bridge", {}))
     try:
         return str(run_case(case, run, "in-process").outcome)
     finally:

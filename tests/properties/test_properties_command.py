@@ -9,8 +9,9 @@ from typing import Any
 import jsonschema
 import pytest
 
-from intentref import strategies as ist
+from intentref import properties as ip
 from intentref.suite import properties_cli
+from intentref.suite._property_targets import close_runs
 from intentref.suite.conformance import faulty
 from intentref.suite.conformance.fixtures import fixture_schema
 from intentref.suite.conformance.script import FAILED, PASSED, run_case
@@ -60,8 +61,8 @@ def test_a_different_reason_order_is_caught_and_written_as_a_case(runs: Any) -> 
     document = json.loads((folder / "cases.json").read_text("utf-8"))
     jsonschema.Draft202012Validator(fixture_schema()).validate(document)  # a fixture file as it stands
     case = document["cases"][0]
-    reference = InProcessTarget().open(ist.catalog_instances(), {})
-    broken = faulty.faulty_target("reason_order").open(ist.catalog_instances(), {})
+    reference = InProcessTarget().open(ip.catalog_instances(), {})
+    broken = faulty.faulty_target("reason_order").open(ip.catalog_instances(), {})
     try:
         assert run_case(case, reference, "in-process").outcome == PASSED  # the reference's projection
         assert case["level"] == "normative"  # spec: D-CNF-021 -- R-RES-039's order is the seeds'
@@ -90,12 +91,12 @@ def test_the_campaign_is_clean_against_the_reference() -> None:
 
 
 def test_a_differential_log_becomes_a_passing_case() -> None:
-    target = ist.DifferentialTarget(InProcessTarget())
-    with ist.Example(target, requirements=("R-BRG-006",)) as ex:
+    target = ip.DifferentialTarget(InProcessTarget())
+    with ip.Example(target, requirements=("R-BRG-006",)) as ex:
         session = ex.session()
         task = session.prepare({"instance": "order", "input": "查询订单 000123"})
-        session.accept(ist.step_of(task, "{"))
-        session.accept(ist.step_of(task, "{"))  # a replay
+        session.accept(ip.step_of(task, "{"))
+        session.accept(ip.step_of(task, "{"))  # a replay
         run = ex._run
     case = {**run.case(), "id": "BRG-9999"}
     jsonschema.Draft202012Validator(fixture_schema()).validate({"area": "BRG", "title": "t", "cases": [case]})
@@ -105,9 +106,9 @@ def test_a_differential_log_becomes_a_passing_case() -> None:
     assert case["steps"][2]["expect"]["$task"]["stage"] == "core"
     assert "instructions" not in case["steps"][2]["expect"]["$task"]
     assert case["steps"][2]["expect"]["$task"]["expiresAt"] == {"$absent": True}  # seed 000: none by default
-    opened = InProcessTarget().open(ist.catalog_instances(), {})
+    opened = InProcessTarget().open(ip.catalog_instances(), {})
     try:
         assert run_case(case, opened, "in-process").outcome == PASSED
     finally:
         opened.close()
-    ist.close_runs()
+    close_runs()

@@ -73,6 +73,20 @@ def test_the_seed_pins_the_run(tmp_path: pathlib.Path) -> None:
     assert first["calls"] != other["calls"]  # and the seed is what decides them
 
 
+def test_the_property_modules_give_the_same_verdicts_over_several_pytest_processes(tmp_path: pathlib.Path) -> None:
+    # A faulty implementation, so that failed properties (and their levels) are compared too.
+    figures = {}
+    for jobs in ("1", "3"):
+        out = tmp_path / f"jobs{jobs}.json"
+        done = subprocess.run([sys.executable, "-m", "intentref.cli", "properties", "--target", "faulty:ids_from_zero",
+                               "--profile", "smoke", "--seed", "5", "--calls", "0", "--jobs", jobs, "--json", str(out)],
+                              capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+        figures[jobs] = {k: v for k, v in json.loads(out.read_text("utf-8")).items() if k != "seconds"}
+    assert figures["1"] == figures["3"]
+    assert figures["1"]["failedProperties"] and figures["1"]["propertyCalls"] > 0
+
+
 def test_pytest_comes_with_a_plain_install() -> None:
     # spec: D-CNF-023 -- `intentref properties` runs the modules with pytest: a runtime dependency.
     project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
@@ -82,24 +96,25 @@ def test_pytest_comes_with_a_plain_install() -> None:
 
 def test_stdio_connections_are_handed_on_with_nothing_active() -> None:
     # spec: D-CNF-024 -- a second session costs a server process; the next example reuses it.
-    from intentref import strategies as ist
+    from intentref import properties as ip
+    from intentref.suite._property_targets import close_runs, make_target
 
-    target = ist.make_target("reference")
+    target = make_target("reference")
     try:
-        with ist.Example(target) as first:
+        with ip.Example(target) as first:
             first.session()
             second = first.session()
             task = second.prepare({"instance": "order", "input": "查询订单 000123"})
             assert task["kind"] == "task", task
             connection = second._session.connection  # type: ignore[attr-defined]
-        with ist.Example(target) as again:
+        with ip.Example(target) as again:
             sessions = [again.session(), again.session()]
             reused = next(s for s in sessions if s._session.connection is connection)  # type: ignore[attr-defined]  # no new server process
             # The job the first example left active was ended when the connection was handed back.
             ended = reused.cancel({"jobId": task["jobId"], "outcome": "refusal"})
-            assert ist.error_code(ended) == "MODEL_ABORTED", ended
+            assert ip.error_code(ended) == "MODEL_ABORTED", ended
     finally:
-        ist.close_runs()
+        close_runs()
         target.close()
 
 

@@ -6,7 +6,8 @@ The order, bottom to top (issue 18; each package's docstring says the same):
     1 api       intentref.intent, intentref.bridge        the API path and the Bridge
     2 mcp       intentref.mcp.*, intentref (the root)     the MCP server; the root re-exports it
     3 suite     intentref.suite.*, intentref.strategies,  the conformance suite's engine and
-                intentref.conformance.*                   its public paths
+                intentref.properties,                     its public paths
+                intentref.conformance.*
     4 devtools  intentref.devtools.*, intentref.cli        the project's tools, the command line
 
 A module may import from its own layer or any layer below, never above; every import
@@ -42,6 +43,7 @@ _LAYER_OF_PREFIX: tuple[tuple[str, int], ...] = (
     ("intentref.mcp", 2),
     ("intentref.suite", 3),
     ("intentref.strategies", 3),
+    ("intentref.properties", 3),
     ("intentref.conformance", 3),
     ("intentref.devtools", 4),
     ("intentref.cli", 4),
@@ -241,6 +243,11 @@ def test_the_public_names_stay_where_users_import_them() -> None:
     assert intentref.Intent.__module__ == "intentref.intent"
     strategies = importlib.import_module("intentref.strategies")
     assert callable(strategies.requests) and callable(strategies.broken_candidates)
+    # What a property drives a target with is published beside the strategies (issue 23).
+    properties = importlib.import_module("intentref.properties")
+    from intentref.suite._property_targets import Example
+
+    assert properties.Example is Example and callable(properties.decided)
 
 
 def test_the_plugin_keeps_its_published_path() -> None:

@@ -23,60 +23,13 @@ from typing import Any, Final
 
 from intentref.bridge import BridgeSession, create_intent_bridge
 from intentref.core.limits import MAX_OPTION_VALUE
+from intentref.devtools.examples import ORDER_CORE, ORDER_DATA, ORDER_INPUT, ORDER_SCHEMA
 from intentref.devtools.figure import Figure
 from intentref.intent import Intent
 
 # The seed order example (seed 000 "回复类型", "core 候选", "data 候选").
-ORDER_SCHEMA: Final[dict[str, Any]] = {
-    "type": "object",
-    "properties": {"orderId": {"type": "string", "description": "当前请求中的订单编号，保留前导零。"}},
-    "required": ["orderId"],
-    "additionalProperties": False,
-}
-ORDER_INPUT: Final = "查询订单 000123"
-CORE_TEXT: Final = json.dumps(
-    {
-        "normalizedInput": "查询订单 000123。",
-        "primaryIntent": "查询订单 000123",
-        "requirements": [],
-        "prohibitions": [],
-        "intents": [
-            {
-                "action": "query",
-                "target": "订单 000123",
-                "requirements": [],
-                "blockers": {
-                    "clarificationReason": None,
-                    "questions": [],
-                    "confirmationReason": None,
-                    "conditionReason": None,
-                },
-            }
-        ],
-    },
-    ensure_ascii=False,
-)
-DATA_TEXT: Final = json.dumps(
-    {
-        "data": {"orderId": "000123"},
-        "evidence": [
-            {"path": "/data/orderId", "mode": "exact", "sources": [{"sourceId": "input", "quote": "000123"}]}
-        ],
-        "descriptionChecks": [
-            {
-                "path": "/data/orderId",
-                "verdict": "satisfied",
-                "explanation": "输入明确提供精确订单编号。",
-                "sources": [{"sourceId": "input", "quote": "000123"}],
-            }
-        ],
-        "fieldResults": [
-            {"path": "/data/orderId", "status": "extracted", "explanation": "输入明确提供编号。"}
-        ],
-        "issues": [],
-    },
-    ensure_ascii=False,
-)
+CORE_TEXT: Final = json.dumps(ORDER_CORE, ensure_ascii=False)
+DATA_TEXT: Final = json.dumps(ORDER_DATA, ensure_ascii=False)
 
 MIB: Final = 1024 * 1024
 LATENCY_TARGET: Final = 1.2

@@ -87,10 +87,10 @@ def bench_tools(instances: Mapping[str, Any], instance: str = BENCH_INSTANCE) ->
 
 
 async def _serve(config_file: str) -> None:
-    from intentref.mcp.cli import dispose_instances, load_instances
+    from intentref.mcp.cli import build_instances, dispose_instances
     from intentref.mcp.server import serve_intent_mcp
 
-    instances = load_instances(config_file)
+    instances = build_instances(config_file)
     try:
         service = await serve_intent_mcp({"instances": instances}, extra_tools=bench_tools(instances))
         try:

@@ -1,7 +1,8 @@
 """The seed's order example (seed 000 "回复类型" / "data 候选"), shared by benchmarks and tests.
 
-One definition of the order schema and its two complete candidates, so that the
-benchmarks measure exactly the flow the tests check.
+One definition of the order schema, its input, its two complete candidates and the data
+candidate that misses the order number, so that the benchmarks measure exactly the flow
+the tests check and no test writes the seed out again.
 """
 
 from __future__ import annotations
@@ -41,5 +42,20 @@ ORDER_DATA: dict[str, Any] = {
     ],
     "fieldResults": [{"path": "/data/orderId", "status": "extracted", "explanation": "输入明确提供编号。"}],
     "issues": [],
+}
+# seed 000 "data 候选": the required order number is missing -> DATA_EXTRACTION_FAILED.
+ORDER_DATA_MISSING: dict[str, Any] = {
+    "data": {},
+    "evidence": [],
+    "descriptionChecks": [],
+    "fieldResults": [{"path": "/data/orderId", "status": "issue", "explanation": "没有提供订单编号。"}],
+    "issues": [
+        {
+            "code": "DATA_REQUIRED_MISSING",
+            "category": "business_information",
+            "path": "/data/orderId",
+            "message": "请提供订单编号。",
+        }
+    ],
 }
 ORDER_INPUT = "查询订单 000123"

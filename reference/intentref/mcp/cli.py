@@ -236,7 +236,7 @@ def _read_config_bytes(file: str) -> bytes:
         os.close(fd)
 
 
-def load_instances(file: str) -> dict[str, Any]:
+def build_instances(file: str) -> dict[str, Any]:
     """Read ``file`` and build its Intent instances, or raise ConfigFault."""
     from intentref import Intent, IntentParseError
 
@@ -421,7 +421,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr, level=logging.WARNING, format=f"{PROG}: %(levelname)s %(name)s: %(message)s"
     )
     try:
-        instances = load_instances(args.config)
+        instances = build_instances(args.config)
     except ConfigFault as fault:
         print(fault.line(), file=sys.stderr, flush=True)
         return EXIT_CONFIG

@@ -2,7 +2,8 @@
 
 What lives here: ``conformance`` (fixtures, targets, runner, reports, the pytest plugin),
 the properties engine (``_property_targets``, ``_projection``, ``_reference_replies``),
-the generators behind ``intentref.strategies`` (``_strategies_impl``), ``fuzz``,
+the generators behind ``intentref.strategies`` (``_strategies_impl``; the pieces a property
+drives a target with are published as ``intentref.properties``), ``fuzz``,
 ``check`` and ``properties_cli``.
 
 What it may import: anything below it — ``intentref.core``, ``intentref.intent``,

@@ -40,6 +40,7 @@ from intentref.suite._projection import (
 )
 from intentref.suite._strategies_impl import fault_of
 from intentref.suite.conformance.targets import (
+    CallSession,
     InProcessTarget,
     ProtocolRefusal,
     Reply,
@@ -240,9 +241,7 @@ class Example:
             raise UnsupportedByTarget(str(exc)) from None
         if not self.fresh:
             self._run.new_case()  # connections an earlier example handed back may be taken again
-        begin = getattr(self._run, "begin_example", None)
-        if begin is not None:
-            begin(self.requirements)
+        self._run.begin_example(self.requirements)
         return self
 
     def session(self) -> ExampleSession:
@@ -497,7 +496,7 @@ class Divergence(AssertionError):
         return "\n".join(lines)
 
 
-class DifferentialSession(Session):
+class DifferentialSession(CallSession):
     def __init__(self, run: DifferentialRun, name: str, target: Session, reference: Session, scope: int = 0) -> None:
         self._run, self.name, self._target, self._reference = run, name, target, reference
         self.scope = scope  # this connection's own token space (TokenMap)
@@ -538,15 +537,6 @@ class DifferentialSession(Session):
                 STATS[f"divergences.{REFERENCE}"] += 1
                 raise Divergence(op, drift, run, REFERENCE, ("D-BRG-007",), same_as=index)
         return theirs
-
-    def prepare(self, request: Any) -> Reply:
-        return self._call("prepare", request)
-
-    def accept(self, request: Any) -> Reply:
-        return self._call("accept", request)
-
-    def cancel(self, request: Any) -> Reply:
-        return self._call("cancel", request)
 
     def close(self) -> None:
         self._run.calls.append(Call(self.name, "close"))

@@ -24,6 +24,7 @@ from typing import Any, Final, NamedTuple, Protocol, TypeVar
 
 from intentref.core import jsonpointer
 from intentref.core.core_candidate import ACTIONS
+from intentref.core.data_candidate import leaves as judged_leaves
 from intentref.core.errors import BUSINESS_ISSUE_CODES
 from intentref.core.jsontext import dumps_compact
 from intentref.core.limits import MAX_CANCEL_DETAIL_BYTES, MAX_CANDIDATE_BYTES, MAX_SAFE_INTEGER
@@ -301,18 +302,13 @@ def strings_from(sources: Sequence[str]) -> Strings:
 
 
 def leaves(data: dict[str, Any]) -> list[tuple[str, Json]]:
-    """Every leaf under /data (scalars and empty containers) with its escaped pointer."""
-    out: list[tuple[str, Json]] = []
-    stack: list[tuple[str, Json]] = [("/data/" + jsonpointer.escape_token(k), v) for k, v in data.items()]
-    while stack:
-        path, node = stack.pop()
-        if isinstance(node, dict) and node:
-            stack.extend((f"{path}/{jsonpointer.escape_token(k)}", v) for k, v in node.items())
-        elif isinstance(node, list) and node:
-            stack.extend((f"{path}/{i}", v) for i, v in enumerate(node))
-        else:
-            out.append((path, node))
-    return sorted(out, key=lambda item: item[0])
+    """Every leaf under /data (scalars and empty containers) with its escaped pointer, by pointer.
+
+    The walk is the judge's own (``data_candidate.leaves``), so a generated candidate covers
+    exactly the leaves the reference checks; sorted, because the generators index the list
+    and a draw must not depend on the order of a dict.
+    """
+    return sorted(judged_leaves(data), key=lambda item: item[0])
 
 
 def schema_paths(node: Any, prefix: str = "/data") -> list[str]:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from intentref.core.limits import MAX_REPAIR_ATTEMPTS
+from intentref.suite.usage import UsageError
 
 EXIT_TASK_OR_RESULT: Final = 0
 EXIT_ERROR_REPLY: Final = 1
@@ -39,11 +40,7 @@ EXIT_STATUSES: Final = (
 )
 
 
-class CheckUsageError(Exception):
-    """A file or argument problem: one line, exit status 2."""
-
-
-class NotATask(CheckUsageError):
+class NotATask(UsageError):
     """TASK.json holds no task this command can rebuild."""
 
 
@@ -85,13 +82,13 @@ def run(args: argparse.Namespace) -> int:
         elif case is not None:
             text = case_candidate(case)
         else:
-            raise CheckUsageError("give CANDIDATE (a file, or - for stdin): only a fuzz case carries its own")
+            raise UsageError("give CANDIDATE (a file, or - for stdin): only a fuzz case carries its own")
         attempts = args.repair_attempts if args.repair_attempts is not None else case_attempts(case)
         try:
             reply, note = judge(task, text, attempts)
         except (KeyError, TypeError, ValueError) as exc:  # a payload the reference never writes
-            raise CheckUsageError(f"{args.task}: the task's payload cannot be rebuilt ({type(exc).__name__}: {exc})") from None
-    except CheckUsageError as exc:
+            raise UsageError(f"{args.task}: the task's payload cannot be rebuilt ({type(exc).__name__}: {exc})") from None
+    except UsageError as exc:
         print(f"intentref check: {exc}", file=sys.stderr)
         return EXIT_USAGE
     print(json.dumps(reply, ensure_ascii=False, indent=2))
@@ -106,11 +103,11 @@ def _read_json(name: str) -> Any:
     try:
         return json.loads(Path(name).read_bytes().decode("utf-8"))
     except OSError as exc:
-        raise CheckUsageError(f"{name}: cannot read it ({exc.strerror or exc})") from None
+        raise UsageError(f"{name}: cannot read it ({exc.strerror or exc})") from None
     except UnicodeDecodeError:
-        raise CheckUsageError(f"{name}: not UTF-8 text") from None
+        raise UsageError(f"{name}: not UTF-8 text") from None
     except ValueError as exc:
-        raise CheckUsageError(f"{name}: not JSON ({exc})") from None
+        raise UsageError(f"{name}: not JSON ({exc})") from None
 
 
 def _read_candidate(name: str) -> str:
@@ -118,7 +115,7 @@ def _read_candidate(name: str) -> str:
     try:
         raw = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
     except OSError as exc:
-        raise CheckUsageError(f"{name}: cannot read it ({exc.strerror or exc})") from None
+        raise UsageError(f"{name}: cannot read it ({exc.strerror or exc})") from None
     return raw.decode("utf-8", "surrogateescape")
 
 
@@ -134,9 +131,9 @@ def case_candidate(case: dict[str, Any]) -> str:
     try:
         text = generate(spec, History())
     except FixtureError as exc:
-        raise CheckUsageError(f"the case's candidateText cannot be expanded: {exc}") from None
+        raise UsageError(f"the case's candidateText cannot be expanded: {exc}") from None
     if not isinstance(text, str):
-        raise CheckUsageError("the case's candidateText is not a text")
+        raise UsageError("the case's candidateText is not a text")
     return text
 
 
@@ -147,10 +144,10 @@ def case_attempts(case: dict[str, Any] | None) -> int | None:
     instances, name = case.get("instances"), case.get("instance")
     config = instances.get(name) if isinstance(instances, dict) else None
     if not isinstance(config, dict):
-        raise CheckUsageError(f"the case's instance {name!r} is not among its instances")
+        raise UsageError(f"the case's instance {name!r} is not among its instances")
     attempts = config.get("repairAttempts", 1)
     if isinstance(attempts, bool) or not isinstance(attempts, int) or not 0 <= attempts <= MAX_REPAIR_ATTEMPTS:
-        raise CheckUsageError(f"the case's instance {name!r} has repairAttempts {attempts!r}; it must be 0 to {MAX_REPAIR_ATTEMPTS}")
+        raise UsageError(f"the case's instance {name!r} has repairAttempts {attempts!r}; it must be 0 to {MAX_REPAIR_ATTEMPTS}")
     return attempts
 
 

@@ -1,7 +1,7 @@
 """``intentref fuzz``: reproducible JSON cases for host developers, and replaying them against a target.
 
     intentref fuzz --seed N --count K --out DIR [--kind candidates|replies|sessions] [--heavy]
-    intentref fuzz --replay DIR (--in-process | --stdio CMD | --http URL | --harness CMD) [--loose]
+    intentref fuzz --replay DIR (--in-process | --stdio CMD | --http URL | --harness CMD) [--loose] [--jobs N]
 
 Three kinds of case, one JSON file each, plus ``manifest.json`` (counts per kind, per
 fault and per defect).  The same seed gives byte-identical files: every choice comes from
@@ -28,17 +28,21 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import multiprocessing
 import os
 import random
 import re
 import sys
+import threading
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
 from intentref.suite.conformance.targets import CallSession, Reply, Run, Session
+from intentref.suite.usage import worker_count
 
 FORMAT: Final = "intentref-fuzz/1"
 KINDS: Final = ("candidates", "replies", "sessions")
@@ -54,6 +58,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--heavy", action="store_true", help="also 10 MB texts (large files)")
     p.add_argument("--replay", metavar="DIR", help="replay the candidate and session cases of DIR against a target")
     p.add_argument("--loose", action="store_true", help="with --replay: compare kind, code and stage only")
+    p.add_argument("--jobs", type=worker_count, default=None, metavar="N",
+                   help="with --replay: worker processes, each with a target of its own "
+                   "(default: the CPUs this process may use)")  # fmt: skip
     target_options(p)
     p.set_defaults(run=run)
 
@@ -91,7 +98,7 @@ def target_spec(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     if args.replay:
-        return replay(Path(args.replay), target_spec(args), loose=args.loose)
+        return replay(Path(args.replay), target_spec(args), loose=args.loose, jobs=args.jobs)
     if not args.out:
         print("intentref fuzz: --out DIR (to write cases) or --replay DIR (to replay them) is required", file=sys.stderr)
         return 2
@@ -298,24 +305,9 @@ class _ReferenceRun:
         self._connect = connect
 
     def connect(self) -> Any:
-        from intentref.suite.conformance.targets import Reply
+        from intentref.suite.conformance.targets import InProcessSession
 
-        inner = self._connect()
-
-        class _Session:
-            def prepare(self, request: Any) -> Any:
-                return Reply(inner.prepare(request))
-
-            def accept(self, request: Any) -> Any:
-                return Reply(inner.accept(request))
-
-            def cancel(self, request: Any) -> Any:
-                return Reply(inner.cancel(request))
-
-            def close(self) -> None:
-                inner.close()
-
-        return _Session()
+        return InProcessSession(self._connect())
 
     def close(self) -> None:
         pass
@@ -751,35 +743,70 @@ class _WellFormedRun(Run):
         self._run.close()
 
 
-def replay(folder: Path, spec: str, loose: bool = False) -> int:
-    """Run every candidate and session case of ``folder`` against the target; exit 1 on any disagreement."""
-    from intentref.suite._property_targets import make_target
-    from intentref.suite.conformance.script import PASSED, run_case
-    from intentref.suite.conformance.targets import load_instances
+# A case's number in the folder, and the line that says how the target disagrees with it
+# (None: it agrees).
+Verdict = tuple[int, str | None]
+
+
+def replay(folder: Path, spec: str, loose: bool = False, jobs: int | None = None) -> int:
+    """Run every candidate and session case of ``folder`` against the target; exit 1 on any disagreement.
+
+    The cases are dealt round-robin to ``jobs`` worker processes (default: the CPUs this
+    process may use), each replaying its share against a target of its own, as the
+    conformance runner's workers do; the lines are printed in the folder's order whatever
+    the number of workers, so ``--jobs 1`` and ``--jobs N`` print the same.
+    """
+    from intentref.suite.conformance.workers import default_jobs
 
     cases = load_cases(folder)
     if not cases:
         print(f"intentref fuzz: no candidate or session cases in {folder}", file=sys.stderr)
         return 2
+    numbered = list(enumerate(cases))
+    workers = max(1, min(default_jobs() if jobs is None else jobs, len(cases)))
+    if workers == 1:
+        shares = [replay_share(spec, numbered, loose)]
+    else:
+        # Forked workers start at once with the imports done; beside other threads a fork may
+        # inherit a held lock, so then they start afresh (as workers.py decides).
+        forkable = sys.platform.startswith("linux") and threading.active_count() == 1
+        context = multiprocessing.get_context("fork" if forkable else "spawn")
+        with ProcessPoolExecutor(workers, mp_context=context) as pool:
+            shares = list(pool.map(replay_share, [spec] * workers, [numbered[i::workers] for i in range(workers)],
+                                   [loose] * workers))  # fmt: skip
+    name = shares[0][0]
+    lines = [line for _, line in sorted(v for _, verdicts in shares for v in verdicts) if line is not None]
+    for line in lines:
+        print(line)
+    print(f"replayed {len(cases)} cases against {name}: {len(cases) - len(lines)} agree, {len(lines)} disagree")
+    return 1 if lines else 0
+
+
+def replay_share(spec: str, cases: list[tuple[int, dict[str, Any]]], loose: bool) -> tuple[str, list[Verdict]]:
+    """Replay numbered ``cases`` against a target of ``spec`` made here: its name and each case's verdict."""
+    from intentref.suite._property_targets import make_target
+    from intentref.suite.conformance.script import PASSED, run_case
+    from intentref.suite.conformance.targets import load_instances
+
     target = make_target(spec)
     standard = load_instances()
     runs: dict[str, Any] = {}
-    bad = 0
+    verdicts: list[Verdict] = []
     try:
-        for case in cases:
+        for number, case in cases:
             instances = {**standard, **case.get("instances", {})}
             key = json.dumps(instances, sort_keys=True)
             if key not in runs:
                 runs[key] = target.open(instances, {})
             steps = [({**s, "expect": _loosen(s["expect"])} if loose and "expect" in s else s) for s in case["steps"]]
             outcome = run_case({"id": case["id"], "steps": steps}, _WellFormedRun(runs[key]), target.transport)
+            line = None
             if outcome.outcome != PASSED:
-                bad += 1
-                where = outcome.mismatches or [outcome.detail]
-                print(f"{case['id']} ({case.get('fault') or case['kind']}): {outcome.outcome}: " + "; ".join(where[:3]))
+                where = [str(m) for m in outcome.mismatches] or [outcome.detail]
+                line = f"{case['id']} ({case.get('fault') or case['kind']}): {outcome.outcome}: " + "; ".join(where[:3])
+            verdicts.append((number, line))
     finally:
         for opened in runs.values():
             opened.close()
         target.close()
-    print(f"replayed {len(cases)} cases against {target.name}: {len(cases) - bad} agree, {bad} disagree")
-    return 1 if bad else 0
+    return target.name, verdicts

@@ -1,13 +1,15 @@
 """``intentref properties``: the property suite and a call campaign against a target.
 
     intentref properties [--in-process | --stdio CMD | --http URL | --harness CMD | --python MOD:ATTR]
-                         [--profile ci|long] [--seed N] [--calls N] [-k EXPR] [--no-differential]
+                         [--profile ci|long] [--seed N] [--calls N] [-k EXPR] [--no-differential] [--jobs N]
 
 Two phases, one report:
 
 1. pytest runs the property modules (``properties/``, shipped in the wheel) against the
    target, with the Hypothesis profile ``intentref-ci`` or ``intentref-long`` and a pinned
-   seed.  Any target but the in-process reference is checked differentially: a reply
+   seed.  ``--jobs N`` (default: the CPUs this process may use) deals the modules to N
+   pytest children, each with a target of its own; a pinned seed fixes each property's
+   examples whichever child runs it, so the verdicts are those of ``--jobs 1``.  Any target but the in-process reference is checked differentially: a reply
    that differs from the reference's (tokens compared as placeholders) fails with the
    shrunk example written as a conformance case.
 2. A campaign: a seeded random walk of calls over a few sessions (valid and broken
@@ -59,6 +61,7 @@ INTERRUPTED: Final = 130  # the shell's status for a run ended by a signal (128 
 
 def add_parser(sub: Any) -> None:
     from intentref.suite.fuzz import target_options
+    from intentref.suite.usage import worker_count
 
     p = sub.add_parser("properties", help="run the property suite and a call campaign against a target")
     target_options(p)
@@ -73,6 +76,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--no-pytest", action="store_true", help="skip the property modules (campaign only)")
     p.add_argument("--cases-out", metavar="FILE", help="write the conformance cases of any divergence to FILE")
     p.add_argument("--json", dest="json_out", metavar="FILE", help="write the final counts to FILE (even when interrupted)")
+    p.add_argument("--jobs", type=worker_count, default=None, metavar="N",
+                   help="pytest processes the property modules are dealt to (default: the CPUs this process may use)")  # fmt: skip
     p.set_defaults(run=run)
 
 
@@ -90,6 +95,7 @@ class RunState:
 
 def run(args: argparse.Namespace) -> int:
     from intentref.suite._property_targets import STATS, Tally
+    from intentref.suite.conformance.workers import default_jobs
     from intentref.suite.fuzz import target_spec
 
     spec = target_spec(args)
@@ -110,7 +116,8 @@ def run(args: argparse.Namespace) -> int:
     with _sigterm_as_interrupt():
         try:
             if not args.no_pytest:
-                run_pytest(spec, args.profile, seed, args.keyword, differential, state)
+                jobs = default_jobs() if args.jobs is None else args.jobs
+                run_pytest(spec, args.profile, seed, args.keyword, differential, state, jobs)
             if calls > 0:
                 campaign(spec, seed, calls, heavy=args.profile == "long", differential=differential, tally=state.tally)
         except KeyboardInterrupt:
@@ -216,40 +223,59 @@ def _case_of(note: str) -> Any:
 # --------------------------------------------------------------------------- phase 1: pytest
 
 
-def run_pytest(spec: str, profile: str, seed: int, keyword: str | None, differential: bool, state: RunState) -> None:
-    """The property modules in a pytest child; its counters, failures and cases land in ``state``.
+def run_pytest(spec: str, profile: str, seed: int, keyword: str | None, differential: bool, state: RunState,
+               jobs: int = 1) -> None:  # fmt: skip
+    """The property modules in pytest children; their counters, failures and cases land in ``state``.
 
-    Without a terminal, pytest runs verbose: one line per property as it ends.
+    With ``jobs`` above 1 the modules are dealt round-robin to that many children (never
+    more than there are modules), each writing files of its own, summed here.  Without a
+    terminal, pytest runs verbose: one line per property as it ends.
     """
     from intentref._paths import data_dir
 
     folder = data_dir("properties")
+    modules = sorted(str(path) for path in folder.glob("test_*.py"))
+    children_count = max(1, min(jobs, len(modules)))
+    shares = [[str(folder)]] if children_count == 1 else [modules[i::children_count] for i in range(children_count)]
     with tempfile.TemporaryDirectory(prefix="intentref-properties-") as tmp:
-        files = {name: Path(tmp) / name for name in ("stats.json", "cases.jsonl", "outcomes.jsonl")}
-        command = [sys.executable, "-m", "pytest", str(folder), "-c", str(folder / "pytest.ini"), "--rootdir",
-                   str(folder), "-v" if not sys.stdout.isatty() else "-q", f"--hypothesis-seed={seed}",
-                   f"--hypothesis-profile=intentref-{profile}", "--intentref-properties-target", spec]  # fmt: skip
-        if not differential:
-            command.append("--intentref-no-differential")
-        if keyword:
-            command += ["-k", keyword]
-        env = {**os.environ, "INTENTREF_PROPERTIES_STATS": str(files["stats.json"]),
-               "INTENTREF_HYPOTHESIS_SEED": str(seed), "INTENTREF_PROPERTIES_CASES": str(files["cases.jsonl"]),
-               "INTENTREF_PROPERTIES_OUTCOMES": str(files["outcomes.jsonl"])}  # fmt: skip
+        children: list[tuple[subprocess.Popen[bytes], dict[str, Path]]] = []
         sys.stdout.flush()
-        # The user's own folder: a relative path in the target's command means what it meant
-        # to them (the preflight, in this process, read it so too).  The suite's pytest.ini
-        # and rootdir are given, so nothing of that folder's own pytest setup applies.
-        child = subprocess.Popen(command, env=env)
+        for number, paths in enumerate(shares):
+            files = {name: Path(tmp) / f"{number}-{name}" for name in ("stats.json", "cases.jsonl", "outcomes.jsonl")}
+            command = [sys.executable, "-m", "pytest", *paths, "-c", str(folder / "pytest.ini"), "--rootdir",
+                       str(folder), "-v" if not sys.stdout.isatty() else "-q", f"--hypothesis-seed={seed}",
+                       f"--hypothesis-profile=intentref-{profile}", "--intentref-properties-target", spec]  # fmt: skip
+            if not differential:
+                command.append("--intentref-no-differential")
+            if keyword:
+                command += ["-k", keyword]
+            env = {**os.environ, "INTENTREF_PROPERTIES_STATS": str(files["stats.json"]),
+                   "INTENTREF_HYPOTHESIS_SEED": str(seed), "INTENTREF_PROPERTIES_CASES": str(files["cases.jsonl"]),
+                   "INTENTREF_PROPERTIES_OUTCOMES": str(files["outcomes.jsonl"])}  # fmt: skip
+            # The user's own folder: a relative path in the target's command means what it meant
+            # to them (the preflight, in this process, read it so too).  The suite's pytest.ini
+            # and rootdir are given, so nothing of that folder's own pytest setup applies.
+            children.append((subprocess.Popen(command, env=env), files))
         try:
-            state.pytest_status = child.wait()
+            statuses = [child.wait() for child, _ in children]
+            state.pytest_status = _combined_status(statuses)
         except KeyboardInterrupt:
-            _stop(child)
+            for child, _ in children:
+                _stop(child)
             raise
         finally:
-            state.pytest_stats = _read_json(files["stats.json"], Counter())
-            state.cases = _read_lines(files["cases.jsonl"])
-            state.outcomes = _read_lines(files["outcomes.jsonl"])
+            state.pytest_stats = sum((_read_json(files["stats.json"], Counter()) for _, files in children), Counter())
+            state.cases = [case for _, files in children for case in _read_lines(files["cases.jsonl"])]
+            state.outcomes = [outcome for _, files in children for outcome in _read_lines(files["outcomes.jsonl"])]
+
+
+def _combined_status(statuses: list[int]) -> int:
+    """pytest's exit status of the children as one run: the first failing child's, and 5
+    (nothing collected) only when no child ran anything (``-k`` may select nothing of one share)."""
+    failing = [status for status in statuses if status not in (0, 5)]
+    if failing:
+        return failing[0]
+    return 0 if 0 in statuses else 5
 
 
 def _stop(child: subprocess.Popen[bytes]) -> None:
@@ -326,9 +352,7 @@ def campaign(spec: str, seed: int, calls: int, heavy: bool, differential: bool, 
             while tally.total < calls:
                 run = shared_run(target, catalog_instances(target), {})
                 run.new_case()  # the sessions the last episode handed back may be taken again
-                begin = getattr(run, "begin_example", None)
-                if begin is not None:
-                    begin(("R-BRG-006", "R-IDM-001"))
+                run.begin_example(("R-BRG-006", "R-IDM-001"))
                 walker = Walker(run, draw, tally, heavy=heavy, objects_only=target.transport == "mcp",
                                 max_sessions=3 if separate_sessions(target) else 1,
                                 instances=catalog_instances(target))  # fmt: skip

@@ -89,7 +89,7 @@ class Capabilities:
             return self._strong.setdefault(id(target), (target, {}))[1]
 
     def verdict(self, target: Target, capability: str) -> Verdict:
-        declared = getattr(target, "capabilities", None)
+        declared = target.capabilities
         if declared is not None:
             return Verdict(capability in declared, "declared")
         with self._lock:  # one probe per target even when worker threads ask at once
@@ -100,7 +100,7 @@ class Capabilities:
 
     def probe_for(self, cases: Any, target: Target, instances: Mapping[str, Any]) -> dict[str, Verdict]:
         """The verdicts ``target`` needs for ``cases``, probed now where it declares nothing."""
-        if getattr(target, "capabilities", None) is not None:
+        if target.capabilities is not None:
             return {}
         wanted = {name for case in cases for name in needs(case.data, instances)}
         return {name: self.verdict(target, name) for name in sorted(wanted)}

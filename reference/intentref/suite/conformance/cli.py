@@ -25,9 +25,12 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from intentref.suite.usage import UsageError
+from intentref.suite.usage import UsageError, worker_count
+
+if TYPE_CHECKING:  # imported where it is used: the command line starts without the runner
+    from intentref.suite.conformance.targets import Target
 
 # spec: D-CNF-013 -- one status per kind of outcome, so a CI script can tell them apart.
 EXIT_OK: Final = 0
@@ -86,7 +89,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     chosen.add_argument("--cases", metavar="DIR", help="fixture folder (default: the bundled conformance/cases)")
     chosen.add_argument("--timeout", type=float, default=10.0, metavar="S",
                         help="longest wait for one answer (default 10 s); longer is errored")  # fmt: skip
-    chosen.add_argument("--jobs", type=_positive, metavar="N",
+    chosen.add_argument("--jobs", type=worker_count, metavar="N",
                         help="worker processes (default: the CPUs this process may use)")  # fmt: skip
     chosen.add_argument("--isolate", action="store_true",
                         help="give every case a run of its own (a new server process over stdio); "
@@ -100,16 +103,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--write-mjs", action="store_true", help="maintenance: regenerate conformance/instances.mjs")
     p.add_argument("--check", action="store_true", help="with --write-mjs: exit 1 if instances.mjs is stale")
     p.set_defaults(run=run)
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -252,9 +245,9 @@ def _selected(args: argparse.Namespace) -> list[Any]:
     return cases
 
 
-def _check_instances(target: Any, cases: list[Any]) -> None:
+def _check_instances(target: Target, cases: list[Any]) -> None:
     """A server configured elsewhere must serve the instances the cases use; say which it lacks."""
-    if not getattr(target, "configured_elsewhere", False):
+    if not target.configured_elsewhere:
         return
     from intentref.suite.conformance.preflight import missing_instances
     from intentref.suite.conformance.targets import load_instances
@@ -265,7 +258,7 @@ def _check_instances(target: Any, cases: list[Any]) -> None:
     missing = missing_instances(target, used)
     if missing:
         raise MissingInstances(
-            f"{getattr(target, 'name', 'the server')} does not serve the instance(s) {', '.join(missing)} that the "
+            f"{target.name} does not serve the instance(s) {', '.join(missing)} that the "
             "selected cases use; start it with the suite's instances: "
             "intent-runtime-mcp --config conformance/instances.json --http 127.0.0.1:8765"
         )
@@ -344,9 +337,10 @@ def _checked(spec: Any, cases: list[Any]) -> Any:
             return spec
         from dataclasses import replace
 
-        negotiate = getattr(target, "negotiate", None)
-        if negotiate is not None and spec.era == "auto":
-            spec = replace(spec, era=negotiate())  # the workers need not ask again
+        if spec.era == "auto":
+            negotiated = target.negotiate()
+            if negotiated is not None:
+                spec = replace(spec, era=negotiated)  # the workers need not ask again
         _check_instances(target, cases)
         return spec
     finally:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from intentref.suite.conformance.values import History
+from intentref.suite.conformance.values import History, Mismatch
 
 KINDS: Final = ("task", "result", "error")
 # Issues named in one headline: enough to recognise a fault, short enough to stay one line.
@@ -114,11 +114,12 @@ def _got_text(actual: dict[str, Any]) -> str:
     return f"a result ({statuses})"
 
 
-def kind_headline(expected: Any, actual: Any, history: History) -> str | None:
-    """``expected X, got Y: …`` when ``actual`` is of a kind ``expected`` cannot match, else None."""
+def kind_headline(expected: Any, actual: Any, history: History) -> Mismatch | None:
+    """``expected X, got Y: …`` about the reply as a whole (no path) when ``actual`` is of a kind
+    ``expected`` cannot match, else None."""
     kinds = expected_kinds(expected, history)
     if kinds is None or not isinstance(actual, dict) or actual.get("kind") not in KINDS:
         return None
     if actual["kind"] in kinds:
         return None
-    return f"expected {_expected_text(expected, kinds)}, got {_got_text(actual)}"
+    return Mismatch(None, _expected_text(expected, kinds), _got_text(actual))

@@ -95,7 +95,7 @@ def _result(name: str, cases: list[Any], outcomes: dict[str, Any], seconds: floa
         outcome = outcomes[case.id]
         if case.level == "normative":
             if outcome.outcome in (FAILED, ERRORED):
-                first = outcome.mismatches[0] if outcome.mismatches else outcome.detail
+                first = str(outcome.mismatches[0]) if outcome.mismatches else outcome.detail
                 result.normative_failed.append(f"{case.id}: {first}")
             elif outcome.outcome == UNSUPPORTED:
                 result.normative_unsupported[case.id] = outcome.detail

@@ -257,7 +257,7 @@ def document(impls: list[Implementation], cases: list[Case], wall: float, time_l
         results = {}
         for impl in impls:
             o = _outcome(impl, case)
-            results[impl.name] = {"outcome": o.outcome, "detail": o.detail, "mismatches": o.mismatches,
+            results[impl.name] = {"outcome": o.outcome, "detail": o.detail, "mismatches": [str(m) for m in o.mismatches],
                                   "failedStep": o.failed_step}  # fmt: skip
         answered = {r["outcome"] for r in results.values() if r["outcome"] in (PASSED, FAILED)}
         if len(answered) > 1:

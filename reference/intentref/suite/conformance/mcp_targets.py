@@ -643,9 +643,13 @@ class _Portal:
 # --------------------------------------------------------------------------- stdio
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Started:
-    """A server started ahead for a planned run of its own (prefetch)."""
+    """A server started ahead for a planned run of its own (prefetch).
+
+    A warm server is read by name (``key`` to find it, ``config`` and ``argv`` to open the
+    run on it), never by position; frozen, since it is handed over whole or discarded whole.
+    """
 
     key: str
     config: str  # the instances file written for it
@@ -714,6 +718,9 @@ class StdioTarget(Target):
                          _zygote_socket=zygote_socket)  # fmt: skip
         target.capabilities = REFERENCE_CAPABILITIES  # D-CNF-030: what the bundled CLI takes
         return target
+
+    def era_in_force(self) -> str:
+        return self.era.era
 
     def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
         return self.template.unsupported(bridge_options)
@@ -873,6 +880,9 @@ class HttpTarget(Target):
         """The era in force, negotiated now with one connection when it is ``auto``."""
         if self.era.found is None:
             self.connection().close()
+        return self.era.era
+
+    def era_in_force(self) -> str:
         return self.era.era
 
     @property

@@ -13,13 +13,19 @@ server can be asked over stdio, taking instances only (no Bridge options, no dec
 instance members such as ``repairAttempts``; D-CNF-032).  A fault caught at normative level
 but not on the floor is one only a configurable target (in-process, harness) can show.
 
-    python -m intentref.suite.conformance.recall      # prints the table for the shipped faults
+    python -m intentref.suite.conformance.recall [--jobs N]   # prints the table for the shipped faults
+
+``--jobs N`` (default: the CPUs this process may use) runs the implementations in N worker
+processes, each making its targets from their names, as the conformance runner's workers
+do; the outcomes, and so the table, are those of ``--jobs 1``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+import argparse
+import multiprocessing
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +34,7 @@ from intentref.suite.conformance.fixtures import Case, load_cases
 from intentref.suite.conformance.runner import execute
 from intentref.suite.conformance.script import FAILED, PASSED, CaseOutcome
 from intentref.suite.conformance.targets import load_instances
+from intentref.suite.usage import worker_count
 
 Outcomes = Mapping[str, CaseOutcome]
 TargetFactory = Callable[[str], Any]
@@ -152,17 +159,23 @@ def _sleeps(case: Case) -> bool:
     return any(step["op"] == "sleep" for step in case.data["steps"])
 
 
-def run_all(target_factory: TargetFactory | None = None, cases: list[Case] | None = None) -> dict[str, dict[str, CaseOutcome]]:
+def run_all(target_factory: TargetFactory | None = None, cases: list[Case] | None = None,
+            jobs: int = 1) -> dict[str, dict[str, CaseOutcome]]:  # fmt: skip
     """Every case against the reference, the MCP model and each fault: outcomes by name and case id.
 
     ``target_factory(name)`` makes the target for a name (default ``faulty.target_named``).
     The legacy TTL cases spend their time asleep, so they run on threads of their own.
+    ``jobs`` above 1 runs the implementations in that many worker processes; only the
+    shipped targets can be made there (from their names), so a ``target_factory`` of the
+    caller's own always runs here.
     """
     from intentref.suite.conformance.faulty import FAULTS, MCP_MODEL, REFERENCE, target_named
 
     factory = target_factory or target_named
     cases = load_cases() if cases is None else cases
     names = [REFERENCE, MCP_MODEL, *FAULTS]
+    if target_factory is None and jobs > 1:
+        return _run_in_workers(names, cases, jobs)
 
     def run(name: str, chosen: list[Case]) -> list[CaseOutcome]:
         if not chosen:
@@ -179,15 +192,49 @@ def run_all(target_factory: TargetFactory | None = None, cases: list[Case] | Non
         return {n: {o.case_id: o for o in [*fast[n], *slow[n].result()]} for n in names}
 
 
-def recall(target_factory: TargetFactory | None = None, cases: list[Case] | None = None) -> RecallTable:
+def _run_in_workers(names: list[str], cases: list[Case], jobs: int) -> dict[str, dict[str, CaseOutcome]]:
+    # One task per implementation and kind of case, the largest first so that no worker is
+    # left with a long one at the end; the sleeping TTL cases go to threads here instead,
+    # where their waits overlap rather than each holding a worker process.
+    fast = {n: [c for c in _cases_for(n, cases) if not _sleeps(c)] for n in names}
+    slow = {n: [c for c in _cases_for(n, cases) if _sleeps(c)] for n in names}
+    order = sorted((n for n in names if fast[n]), key=lambda n: -len(fast[n]))
+    # Spawned, not forked: this process already runs the threads below.
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as processes, \
+            ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="intentref-recall") as threads:  # fmt: skip
+        waiting = {n: threads.submit(_run_slim, n, slow[n]) for n in names if slow[n]}
+        ran = dict(zip(order, processes.map(_run_slim, order, [fast[n] for n in order]), strict=True))
+        asleep = {n: future.result() for n, future in waiting.items()}
+    return {n: {o.case_id: o for o in [*ran.get(n, []), *asleep.get(n, [])]} for n in names}
+
+
+def _run_slim(name: str, cases: list[Case]) -> list[CaseOutcome]:
+    """The cases against the shipped target ``name``, without the replies (recall reads none,
+    and a worker would otherwise send every reply back through its pipe)."""
+    from intentref.suite.conformance.faulty import run_named
+
+    outcomes = run_named(name, cases)
+    for outcome in outcomes:
+        outcome.replies = []
+    return outcomes
+
+
+def recall(target_factory: TargetFactory | None = None, cases: list[Case] | None = None, jobs: int = 1) -> RecallTable:
     """Run the shipped faults (made by ``target_factory``) and tabulate what the cases catch."""
     cases = load_cases() if cases is None else cases
-    return recall_from(run_all(target_factory, cases), cases)
+    return recall_from(run_all(target_factory, cases, jobs), cases)
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    from intentref.suite.conformance.workers import default_jobs
+
+    parser = argparse.ArgumentParser(prog="python -m intentref.suite.conformance.recall",
+                                     description=(__doc__ or "").splitlines()[0])  # fmt: skip
+    parser.add_argument("--jobs", type=worker_count, default=None, metavar="N",
+                        help="worker processes (default: the CPUs this process may use)")  # fmt: skip
+    args = parser.parse_args(argv)
     cases = load_cases()
-    table = recall(cases=cases)
+    table = recall(cases=cases, jobs=default_jobs() if args.jobs is None else args.jobs)
     print(table.text())
     blind = stdio_blind_spots(cases)
     print(f"\nrequirements no normative case can reach over stdio with instances only ({len(blind)}):")

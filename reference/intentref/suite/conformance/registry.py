@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from intentref.suite.conformance.targets import Reply, Run, Session, Target
+from intentref.suite.conformance.targets import CallSession, Reply, Run, Session, Target
 from intentref.suite.usage import UsageError
 
 ERAS: Final = ("auto", "2026", "legacy")
@@ -326,18 +326,12 @@ class _DuckRun(Run):
         self._inner.close()
 
 
-class _DuckSession(Session):
+class _DuckSession(CallSession):
     def __init__(self, inner: Any) -> None:
         self._inner = inner
 
-    def prepare(self, request: Any) -> Reply:
-        return self._inner.prepare(request)  # type: ignore[no-any-return]
-
-    def accept(self, request: Any) -> Reply:
-        return self._inner.accept(request)  # type: ignore[no-any-return]
-
-    def cancel(self, request: Any) -> Reply:
-        return self._inner.cancel(request)  # type: ignore[no-any-return]
+    def _call(self, op: str, request: Any) -> Reply:
+        return getattr(self._inner, op)(request)  # type: ignore[no-any-return]
 
     def close(self) -> None:
         self._inner.close()

@@ -38,6 +38,7 @@ from intentref._paths import data_dir
 from intentref.core.limits import well_formed
 from intentref.suite.conformance.fixtures import Case
 from intentref.suite.conformance.script import ERRORED, FAILED, PASSED, UNSUPPORTED, CaseOutcome
+from intentref.suite.conformance.values import Mismatch
 
 OUTCOMES: tuple[str, ...] = (PASSED, FAILED, UNSUPPORTED, ERRORED)
 LEVELS: tuple[str, ...] = ("normative", "reference")
@@ -112,49 +113,8 @@ def closing_line(rows: Sequence[Row], seconds: float) -> str:
 # --------------------------------------------------------------------------- mismatches
 
 
-@dataclass(frozen=True)
-class Mismatch:
-    """One line of ``CaseOutcome.mismatches``, split for display.
-
-    The runner writes ``<where> <pointer>: <message>`` (``where`` being ``step N (op)``,
-    ``step N envelope`` or ``setup``); a message ``expected X, got Y`` is split further.
-    Anything else keeps its text in ``note`` so no line is ever lost.
-    """
-
-    where: str
-    pointer: str
-    expected: str | None
-    got: str | None
-    note: str | None
-    text: str
-
-
-_WHERE = re.compile(r"^(?P<where>step \d+(?: \([a-z]+\))?(?: envelope)?|setup)(?P<rest>[ :].*)$", re.S)
-# A pointer may hold spaces (member names do); it ends at the first ": ".
-_POINTER = re.compile(r"^ ?(?P<pointer>/.*?)?: (?P<message>.*)$", re.S)
-# Non-greedy: the expected side is the fixture's text, the got side is the target's and may
-# itself contain ", got ".
-_EXPECTED_GOT = re.compile(r"^expected (?P<expected>.*?), got (?P<got>.*)$", re.S)
-
-
-def parse_mismatch(text: str) -> Mismatch:
-    where, pointer, message = "", "", text
-    head = _WHERE.match(text)
-    if head is not None:
-        where, rest = head["where"], head["rest"]
-        body = _POINTER.match(rest)
-        if body is not None:
-            pointer, message = body["pointer"] or "", body["message"]
-        else:
-            message = rest.lstrip(" :")
-    pair_ = _EXPECTED_GOT.match(message)
-    if pair_ is not None:
-        return Mismatch(where, pointer, pair_["expected"], pair_["got"], None, text)
-    if message == "missing":
-        return Mismatch(where, pointer, "a member here", "nothing", None, text)
-    if message.startswith("unexpected member "):
-        return Mismatch(where, pointer, "no such member", message[len("unexpected member ") :], None, text)
-    return Mismatch(where, pointer, None, None, message, text)
+# The runner hands over ``values.Mismatch`` records (where, path, expected, actual, reason);
+# every format below renders their fields, none parses a line of text back.
 
 
 # --------------------------------------------------------------------------- text hygiene
@@ -311,20 +271,20 @@ def levels_line(rows: Sequence[Row]) -> Text:
 
 
 def mismatch_line(mismatch: Mismatch) -> Text:
-    """One readable line: where, pointer, expected (green) and got (red)."""
+    """One readable line: where, pointer, expected (green) and got (red), or what is wrong in words."""
     line = Text("    ")
     if mismatch.where:
         line.append(clean_text(mismatch.where), style="dim")
         line.append(" ")
-    line.append(clean_text(mismatch.pointer or "/"), style="cyan")
-    if mismatch.note is not None:
+    line.append(clean_text(mismatch.path or "/"), style="cyan")  # no path: the reply as a whole
+    if not mismatch.is_pair:
         line.append("  ")
-        line.append(clean_text(mismatch.note))
+        line.append(clean_text(mismatch.message))
         return line
     line.append("  expected ", style="dim")
     line.append(clean_text(mismatch.expected), style="green")
     line.append("  got ", style="dim")
-    line.append(clean_text(mismatch.got), style="red")
+    line.append(clean_text(mismatch.actual), style="red")
     return line
 
 
@@ -366,8 +326,8 @@ def print_summary(
         console.print(Text(f"Failures ({len(failures)})", style="bold red"))
         for row in failures:
             console.print(_case_heading(row))
-            for text in row.outcome.mismatches:
-                console.print(mismatch_line(parse_mismatch(text)), soft_wrap=True)
+            for mismatch in row.outcome.mismatches:
+                console.print(mismatch_line(mismatch), soft_wrap=True)
     errored = [r for r in rows if r.outcome.outcome == ERRORED]
     if errored:
         console.print(Text(f"Errored ({len(errored)})", style="bold magenta"))
@@ -452,7 +412,7 @@ class LiveProgress:
         if not self._area_total:
             plain = f"[{self.done:>{width}}/{self.total}] {case.id} {outcome.outcome} ({outcome.seconds:.3f} s)"
             if outcome.outcome in (FAILED, ERRORED):
-                plain += ": " + clean_text(outcome.mismatches[0] if outcome.mismatches else outcome.detail)
+                plain += ": " + clean_text(str(outcome.mismatches[0]) if outcome.mismatches else outcome.detail)
             self.console.file.write(plain + "\n")
             return
         area = self._area_tally.setdefault(case.area, Counter())
@@ -497,9 +457,15 @@ def _case_entry(row: Row) -> dict[str, Any]:
         "outcome": outcome.outcome,
         "seconds": round(outcome.seconds, 6),
         "failedStep": outcome.failed_step,
-        "mismatches": [well_formed(m) for m in outcome.mismatches],
+        "mismatches": [well_formed(str(m)) for m in outcome.mismatches],
+        "mismatchDetails": [_mismatch_entry(m) for m in outcome.mismatches],
         "detail": well_formed(outcome.detail),
     }
+
+
+def _mismatch_entry(mismatch: Mismatch) -> dict[str, Any]:
+    # well_formed: a side may quote a reply's lone surrogate, which JSON text cannot carry.
+    return {name: None if value is None else well_formed(value) for name, value in mismatch.to_json().items()}
 
 
 def report_schema() -> dict[str, Any]:
@@ -568,10 +534,10 @@ def _testcase(suite: ET.Element, row: Row) -> None:
         },
     )
     if outcome.outcome == FAILED:
-        first = outcome.mismatches[0] if outcome.mismatches else "the case failed"
+        first = str(outcome.mismatches[0]) if outcome.mismatches else "the case failed"
         step = "" if outcome.failed_step is None else f"step {outcome.failed_step}: "
         failure = ET.SubElement(element, "failure", {"message": _attr(step + first), "type": "mismatch"})
-        failure.text = clean_text("\n".join(outcome.mismatches))
+        failure.text = clean_text("\n".join(str(m) for m in outcome.mismatches))
     elif outcome.outcome == ERRORED:
         error = ET.SubElement(
             element, "error", {"message": _attr(outcome.detail or "the target broke"), "type": "target-broke"}
@@ -777,15 +743,14 @@ def _coverage(rows: Sequence[Row]) -> str:
     )
 
 
-def _diff_table(mismatches: list[str]) -> str:
+def _diff_table(mismatches: list[Mismatch]) -> str:
     body = []
-    for text in mismatches:
-        m = parse_mismatch(text)
-        if m.note is not None:
-            cells = f'<td colspan="2">{_e(m.note)}</td>'
+    for m in mismatches:
+        if not m.is_pair:
+            cells = f'<td colspan="2">{_e(m.message)}</td>'
         else:
-            cells = f'<td class="exp">{_e(m.expected)}</td><td class="got">{_e(m.got)}</td>'
-        body.append(f'<tr><td>{_e(m.where)}</td><td class="ptr">{_e(m.pointer or "/")}</td>{cells}</tr>')
+            cells = f'<td class="exp">{_e(m.expected)}</td><td class="got">{_e(m.actual)}</td>'
+        body.append(f'<tr><td>{_e(m.where)}</td><td class="ptr">{_e(m.path or "/")}</td>{cells}</tr>')
     return (
         '<table class="diff"><thead><tr><th>where</th><th>pointer</th><th>expected</th><th>got</th></tr>'
         f"</thead><tbody>{''.join(body)}</tbody></table>"

@@ -45,7 +45,7 @@ from intentref.suite.conformance.targets import (
     TargetUnsupported,
     load_instances,
 )
-from intentref.suite.conformance.values import History, match
+from intentref.suite.conformance.values import History, Mismatch, match
 
 # Runs of their own a worker has open at once beside its long-lived run: most of such a
 # case's time is its server starting or a TTL running out, not CPU (D-CNF-011).
@@ -242,7 +242,7 @@ def _own_configuration(case: Case, instances: dict[str, Any]) -> tuple[dict[str,
 
 
 def _setup_outcome(case_id: str, expected: Any, actual: Any) -> CaseOutcome:
-    mismatches = [f"setup {m}" for m in match(expected, actual, "", History())]
+    mismatches = [m.at("setup") for m in match(expected, actual, "", History())]
     return CaseOutcome(case_id, FAILED if mismatches else PASSED, mismatches=mismatches)
 
 
@@ -253,7 +253,8 @@ def _expects_refusal(expected: Any) -> bool:
 def _refused_outcome(case_id: str, expected: Any, how: str) -> CaseOutcome:
     """The server would not start with this configuration; nothing more can be seen (D-CNF-051)."""
     if not _expects_refusal(expected):
-        return CaseOutcome(case_id, FAILED, mismatches=[f"setup: the configuration should be accepted; {how}"])
+        return CaseOutcome(case_id, FAILED, mismatches=[
+            Mismatch(None, reason=f"the configuration should be accepted; {how}", where="setup")])
     return CaseOutcome(case_id, PASSED, detail=f"judged by the refusal alone ({how}); the transport "
                                                "carries no configuration error (D-CNF-051)")  # fmt: skip
 
@@ -283,8 +284,9 @@ def _accepted_outcome(case: Case, expected: Any, run: Run) -> CaseOutcome:
         return CaseOutcome(case.id, PASSED, detail="the configuration was accepted, but every prepare on its "
                                                    "instances is refused as it should be (D-CNF-051)")  # fmt: skip
     return CaseOutcome(case.id, FAILED, mismatches=[
-        f"setup: the configuration should be refused, and the target serves {', '.join(served)}",
-        *(f"setup {m}" for m in match(expected, {"ok": True}, "", History())),
+        Mismatch(None, reason=f"the configuration should be refused, and the target serves {', '.join(served)}",
+                 where="setup"),
+        *(m.at("setup") for m in match(expected, {"ok": True}, "", History())),
     ])
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from intentref.mcp.replies import is_bridge_reply
 from intentref.suite.conformance.headline import kind_headline
 from intentref.suite.conformance.targets import ProtocolRefusal, Reply, Run, Session, TargetUnsupported
-from intentref.suite.conformance.values import FixtureError, History, Unresolved, generate, match
+from intentref.suite.conformance.values import FixtureError, History, Mismatch, Unresolved, generate, match
 
 PASSED, FAILED, UNSUPPORTED, ERRORED = "passed", "failed", "unsupported", "errored"
 
@@ -28,7 +28,7 @@ PASSED, FAILED, UNSUPPORTED, ERRORED = "passed", "failed", "unsupported", "error
 class CaseOutcome:
     case_id: str
     outcome: str
-    mismatches: list[str] = field(default_factory=list)
+    mismatches: list[Mismatch] = field(default_factory=list)
     failed_step: int | None = None
     detail: str = ""
     seconds: float = 0.0
@@ -91,7 +91,7 @@ def run_case(case: dict[str, Any], run: Run, transport: str) -> CaseOutcome:
                 args = generate(step["args"], history)
             except Unresolved as exc:
                 outcome.outcome, outcome.failed_step = FAILED, index
-                outcome.mismatches = [f"step {index}: {exc}"]
+                outcome.mismatches = [Mismatch(None, reason=str(exc), where=f"step {index}")]
                 break
             try:
                 reply: Reply = getattr(sessions[name], op)(args)
@@ -105,13 +105,13 @@ def run_case(case: dict[str, Any], run: Run, transport: str) -> CaseOutcome:
                 continue
             if not is_bridge_reply(reply.value):
                 raise TargetBroke(f"step {index} ({op}) returned something that is not a BridgeReply: {reply.value!r:.300}")
-            mismatches = [f"step {index} ({op}) {m}" for m in match(step["expect"], reply.value, "", history)]
+            mismatches = [m.at(f"step {index} ({op})") for m in match(step["expect"], reply.value, "", history)]
             headline = kind_headline(step["expect"], reply.value, history) if mismatches else None
             if headline is not None:  # D-CNF-031: another kind of reply is said first, in plain words
-                mismatches.insert(0, f"step {index} ({op}): {headline}")
+                mismatches.insert(0, headline.at(f"step {index} ({op})"))
             envelope = reply.envelope if "envelope" in step else None
             if envelope is not None:
-                mismatches += [f"step {index} envelope {m}" for m in match(step["envelope"], envelope, "", history)]
+                mismatches += [m.at(f"step {index} envelope") for m in match(step["envelope"], envelope, "", history)]
             history.replies.append(reply.value)
             history.texts.append(reply.text)
             if mismatches:
@@ -134,7 +134,7 @@ def run_case(case: dict[str, Any], run: Run, transport: str) -> CaseOutcome:
             # release() lets a target keep an expensive connection for the next case
             # (D-CNF-002); an explicit close step above really closes.
             with contextlib.suppress(Exception):
-                getattr(session, "release", session.close)()
+                session.release()
     if refused and outcome.outcome in (PASSED, FAILED) and not outcome.detail:
         outcome.detail = "; ".join(refused)
     outcome.replies = history.replies

@@ -182,6 +182,14 @@ class Run(abc.ABC):
         """
         return []
 
+    def begin_example(self, requirements: tuple[str, ...] = ()) -> None:
+        """A property example is about to make its calls; ``requirements`` are the IDs it checks.
+
+        Called by the properties (``Example``) and the campaign before each example on a run
+        they share between examples.  Only a run that keeps a log per example (the
+        differential run) does anything with it; the conformance runner never calls it.
+        """
+
 
 # A run the runner plans: (instances, Bridge options).
 PlannedRun = tuple[dict[str, Any], dict[str, Any]]
@@ -207,6 +215,13 @@ class Target(abc.ABC):
     ``separate_sessions``: each connection is a Bridge session of its own.  Not so over
     HTTP in the 2026-07-28 era, which has no session (D-MCP-003): there every connection
     shares one, and the properties open no second one.
+
+    ``negotiate`` and ``era_in_force``: the MCP era (D-CNF-052) of a target that has eras;
+    a target without MCP says None to both.
+
+    The runner calls nothing else on a target, and nothing else on its runs (``Run``) and
+    sessions (``Session``); a user's object that is not a ``Target`` is adapted to this
+    interface once, by ``registry.as_target``.
     """
 
     name: str = "target"
@@ -233,7 +248,26 @@ class Target(abc.ABC):
         """A run of this configuration; raises ``ConfigRejected`` when the target refuses it."""
 
     def expect_runs(self, runs: list[PlannedRun]) -> None:
-        """The runs of their own that ``open`` will be asked for next, in order (prefetch)."""
+        """The runs of their own that ``open`` will be asked for next, in order (prefetch).
+
+        By default nothing: a target whose runs are cheap has nothing to start ahead.
+        """
+
+    def negotiate(self) -> str | None:
+        """The MCP era this target speaks, connecting now to learn it when ``--era auto`` left it open.
+
+        Asked once before the run for a server configured elsewhere, so that the worker
+        processes need not negotiate again; None (the default) for a target without eras.
+        """
+        return None
+
+    def era_in_force(self) -> str | None:
+        """The MCP era this target has spoken so far, for the report, without connecting.
+
+        ``2026`` or ``legacy`` once known, ``auto`` while no connection has negotiated it;
+        None (the default) for a target without eras.
+        """
+        return None
 
     def close(self) -> None:
         """Release everything the target started."""
@@ -259,7 +293,8 @@ def program_problem(program: str) -> str | None:
 
 
 def load_instances() -> dict[str, Any]:
-    """The instance configurations of ``conformance/instances.json``."""
+    """The instance configurations of ``conformance/instances.json``, as JSON (not built Intents:
+    a target builds them its own way; ``mcp.cli.build_instances`` is the MCP server's)."""
     document = json.loads((data_dir("conformance") / "instances.json").read_text("utf-8"))
     return dict(document["instances"])
 
@@ -267,18 +302,14 @@ def load_instances() -> dict[str, Any]:
 # --- the bundled reference, in this process ------------------------------------------------
 
 
-class InProcessSession(Session):
+class InProcessSession(CallSession):
+    """A session of any object with the Bridge session's three calls returning reply dicts."""
+
     def __init__(self, session: Any) -> None:
         self._session = session
 
-    def prepare(self, request: Any) -> Reply:
-        return Reply(self._session.prepare(request))
-
-    def accept(self, request: Any) -> Reply:
-        return Reply(self._session.accept(request))
-
-    def cancel(self, request: Any) -> Reply:
-        return Reply(self._session.cancel(request))
+    def _call(self, op: str, request: Any) -> Reply:
+        return Reply(getattr(self._session, op)(request))
 
     def close(self) -> None:
         self._session.close()

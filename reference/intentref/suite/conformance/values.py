@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from intentref.core import jsonpointer
@@ -126,7 +126,61 @@ def generate(value: Any, history: History) -> Any:
 
 # --- matchers ------------------------------------------------------------------------------
 
-Mismatches = list[str]
+@dataclass(frozen=True)
+class Mismatch:
+    """One way a reply differs from what its case expects, as data, from the matcher to the report.
+
+    ``path``: the JSON Pointer of the place in the compared value (``/`` for the value
+    itself), or None when the mismatch concerns the step as a whole (another kind of reply,
+    a reference to an earlier reply that is not there).  ``expected`` and ``actual``: the
+    two sides as the report shows them, when the difference is one of values.  ``reason``:
+    what is wrong in words, when that is not simply "expected …, got …" (``missing``,
+    ``matched none of 2 alternatives: …``); a mismatch may have both, e.g. a missing member
+    expected a member and got nothing.  ``where``: the step (``step 3 (accept)``, ``step 3
+    envelope``, ``step 3``) or ``setup``, set by whoever runs the step (``at``).
+    """
+
+    path: str | None
+    expected: str | None = None
+    actual: str | None = None
+    reason: str | None = None
+    where: str = ""
+
+    @property
+    def message(self) -> str:
+        return self.reason if self.reason is not None else f"expected {self.expected}, got {self.actual}"
+
+    @property
+    def is_pair(self) -> bool:
+        """Whether the report can show it as an expected and an actual side."""
+        return self.expected is not None and self.actual is not None
+
+    def at(self, where: str) -> Mismatch:
+        return replace(self, where=where)
+
+    def __str__(self) -> str:
+        """The one-line form: ``step 3 (accept) /error/code: expected "A", got "B"``."""
+        located = self.message if self.path is None else f"{self.path}: {self.message}"
+        if not self.where:
+            return located
+        return f"{self.where}: {located}" if self.path is None else f"{self.where} {located}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"where": self.where, "path": self.path, "expected": self.expected, "actual": self.actual,
+                "reason": self.reason}  # fmt: skip
+
+
+Mismatches = list[Mismatch]
+
+
+def _pair(path: str, expected: str, actual: str) -> Mismatch:
+    return Mismatch(path or "/", expected, actual)
+
+
+def _said(path: str, reason: str) -> Mismatch:
+    return Mismatch(path or "/", reason=reason)
+
+
 _TYPES: dict[str, Callable[[Any], bool]] = {
     "string": lambda v: isinstance(v, str),
     "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
@@ -147,20 +201,20 @@ def _m_type(spec: dict[str, Any], actual: Any, path: str, h: History) -> Mismatc
     names = spec["$type"] if isinstance(spec["$type"], list) else [spec["$type"]]
     if any(_TYPES[n](actual) for n in names):
         return []
-    return [f"{path or '/'}: expected a {' or '.join(names)}, got {_show(actual)}"]
+    return [_pair(path, f"a {' or '.join(names)}", _show(actual))]
 
 
 def _m_subset(spec: dict[str, Any], actual: Any, path: str, h: History) -> Mismatches:
     if not isinstance(actual, dict):
-        return [f"{path or '/'}: expected an object, got {_show(actual)}"]
+        return [_pair(path, "an object", _show(actual))]
     out: Mismatches = []
     for key, expected in spec["$subset"].items():
         sub = f"{path}/{jsonpointer.escape_token(key)}"
         if isinstance(expected, dict) and expected.get("$absent") is True:
             if key in actual:
-                out.append(f"{sub}: expected no such member, got {_show(actual[key])}")
+                out.append(_pair(sub, "no such member", _show(actual[key])))
         elif key not in actual:
-            out.append(f"{sub}: missing")
+            out.append(Mismatch(sub, "a member here", "nothing", "missing"))
         else:
             out.extend(match(expected, actual[key], sub, h))
     return out
@@ -174,7 +228,8 @@ def _m_any_of(spec: dict[str, Any], actual: Any, path: str, h: History) -> Misma
     results = [match(alt, actual, path, h) for alt in spec["$anyOf"]]
     if any(not r for r in results):
         return []
-    return [f"{path or '/'}: matched none of {len(results)} alternatives: " + " | ".join("; ".join(r) for r in results)]
+    alternatives = " | ".join("; ".join(str(m) for m in r) for r in results)
+    return [_said(path, f"matched none of {len(results)} alternatives: {alternatives}")]
 
 
 def _m_all_of(spec: dict[str, Any], actual: Any, path: str, h: History) -> Mismatches:
@@ -186,14 +241,14 @@ def _m_all_of(spec: dict[str, Any], actual: Any, path: str, h: History) -> Misma
 def _m_not(spec: dict[str, Any], actual: Any, path: str, h: History) -> Mismatches:
     if match(spec["$not"], actual, path, h):
         return []
-    return [f"{path or '/'}: expected anything but {_show(spec['$not'])}"]
+    return [_said(path, f"expected anything but {_show(spec['$not'])}")]
 
 
 def _m_fresh(spec: dict[str, Any], actual: Any, path: str, h: History) -> Mismatches:
     if not isinstance(actual, str) or not actual:
-        return [f"{path or '/'}: expected a non-empty token string, got {_show(actual)}"]
+        return [_pair(path, "a non-empty token string", _show(actual))]
     if actual in h.tokens_seen():
-        return [f"{path or '/'}: expected a new token, got one an earlier reply already used"]
+        return [_pair(path, "a new token", "one an earlier reply already used")]
     return []
 
 
@@ -202,39 +257,39 @@ def _m_same_as(spec: dict[str, Any], actual: Any, path: str, h: History) -> Mism
     try:
         earlier = h.lookup(step, "")
     except _Unresolved as exc:
-        return [str(exc)]
+        return [Mismatch(None, reason=str(exc))]
     if stringify(earlier) != stringify(actual):
-        return [f"{path or '/'}: expected a reply identical to step {step}'s, got {_show(actual)}"]
+        return [_pair(path, f"a reply identical to step {step}'s", _show(actual))]
     return []
 
 
 def _m_error(spec: dict[str, Any], actual: Any, path: str, h: History) -> Mismatches:
     want = spec["$error"]
     if not isinstance(actual, dict) or actual.get("kind") != "error" or not isinstance(actual.get("error"), dict):
-        return [f"{path or '/'}: expected an error reply with code {want.get('code')}, got {_show(actual)}"]
+        return [_pair(path, f"an error reply with code {want.get('code')}", _show(actual))]
     expected_error = {k: v for k, v in want.items()}
     return _m_subset({"$subset": expected_error}, actual["error"], f"{path}/error", h)
 
 
 def _m_task(spec: dict[str, Any], actual: Any, path: str, h: History) -> Mismatches:
     if not isinstance(actual, dict) or actual.get("kind") != "task":
-        return [f"{path or '/'}: expected a task reply, got {_show(actual)}"]
+        return [_pair(path, "a task reply", _show(actual))]
     want = {"jobId": {"$type": "string"}, "stepToken": {"$type": "string"}, **spec["$task"]}
     return _m_subset({"$subset": want}, actual, path, h)
 
 
 def _m_kind_not(spec: dict[str, Any], actual: Any, path: str, h: History) -> Mismatches:
     if isinstance(actual, dict) and actual.get("kind") == spec["$kindNot"]:
-        return [f"{path or '/'}: expected anything but a {spec['$kindNot']} reply, got {_show(actual)}"]
+        return [_pair(path, f"anything but a {spec['$kindNot']} reply", _show(actual))]
     return []
 
 
 def _m_contains(spec: dict[str, Any], actual: Any, path: str, h: History) -> Mismatches:
     if not isinstance(actual, list):
-        return [f"{path or '/'}: expected an array, got {_show(actual)}"]
+        return [_pair(path, "an array", _show(actual))]
     if any(not match(spec["$contains"], item, f"{path}/{i}", h) for i, item in enumerate(actual)):
         return []
-    return [f"{path or '/'}: no element matches {_show(spec['$contains'])}"]
+    return [_said(path, f"no element matches {_show(spec['$contains'])}")]
 
 
 def _m_each(spec: dict[str, Any], actual: Any, path: str, h: History) -> Mismatches:
@@ -242,23 +297,23 @@ def _m_each(spec: dict[str, Any], actual: Any, path: str, h: History) -> Mismatc
     # of MODEL_OUTPUT_INVALID, D-ERR-007), a case must not pin the length: $each checks every
     # element, and holds for an empty array.
     if not isinstance(actual, list):
-        return [f"{path or '/'}: expected an array, got {_show(actual)}"]
+        return [_pair(path, "an array", _show(actual))]
     return [m for i, item in enumerate(actual) for m in match(spec["$each"], item, f"{path}/{i}", h)]
 
 
 def _m_length(spec: dict[str, Any], actual: Any, path: str, h: History) -> Mismatches:
     if not isinstance(actual, list | str) or len(actual) != spec["$length"]:
-        return [f"{path or '/'}: expected length {spec['$length']}, got {_show(actual)}"]
+        return [_pair(path, f"length {spec['$length']}", _show(actual))]
     return []
 
 
 def _m_json_text(spec: dict[str, Any], actual: Any, path: str, h: History) -> Mismatches:
     if not isinstance(actual, str):
-        return [f"{path or '/'}: expected a JSON string, got {_show(actual)}"]
+        return [_pair(path, "a JSON string", _show(actual))]
     try:
         decoded = json.loads(actual)
     except ValueError:
-        return [f"{path or '/'}: expected a JSON string, got text that does not parse"]
+        return [_pair(path, "a JSON string", "text that does not parse")]
     return match(spec["$jsonText"], decoded, f"{path}(decoded)", h)
 
 
@@ -266,14 +321,14 @@ def _m_reply(spec: dict[str, Any], actual: Any, path: str, h: History) -> Mismat
     try:
         expected = h.lookup(spec["$reply"], spec.get("pointer", ""))
     except _Unresolved as exc:
-        return [str(exc)]
+        return [Mismatch(None, reason=str(exc))]
     return _m_literal(expected, actual, path, h)
 
 
 def _m_prefix(spec: dict[str, Any], actual: Any, path: str, h: History) -> Mismatches:
     if isinstance(actual, str) and actual.startswith(spec["$prefix"]):
         return []
-    return [f"{path or '/'}: expected a string starting {_show(spec['$prefix'])}, got {_show(actual)}"]
+    return [_pair(path, f"a string starting {_show(spec['$prefix'])}", _show(actual))]
 
 
 MATCHERS: dict[str, Callable[[dict[str, Any], Any, str, History], Mismatches]] = {
@@ -300,23 +355,25 @@ MATCHERS: dict[str, Callable[[dict[str, Any], Any, str, History], Mismatches]] =
 def _m_literal(expected: Any, actual: Any, path: str, h: History) -> Mismatches:
     if isinstance(expected, dict):
         if not isinstance(actual, dict):
-            return [f"{path or '/'}: expected an object, got {_show(actual)}"]
+            return [_pair(path, "an object", _show(actual))]
         out: Mismatches = []
         for key in expected:
             sub = f"{path}/{jsonpointer.escape_token(key)}"
             if key not in actual:
-                out.append(f"{sub}: missing")
+                out.append(Mismatch(sub, "a member here", "nothing", "missing"))
             else:
                 out.extend(match(expected[key], actual[key], sub, h))
         for key in actual:
             if key not in expected:
-                out.append(f"{path}/{jsonpointer.escape_token(key)}: unexpected member {_show(actual[key])}")
+                shown = _show(actual[key])
+                out.append(Mismatch(f"{path}/{jsonpointer.escape_token(key)}", "no such member", shown,
+                                    f"unexpected member {shown}"))
         return out
     if isinstance(expected, list):
         if not isinstance(actual, list):
-            return [f"{path or '/'}: expected an array, got {_show(actual)}"]
+            return [_pair(path, "an array", _show(actual))]
         if len(actual) != len(expected):
-            return [f"{path or '/'}: expected {len(expected)} elements, got {len(actual)}: {_show(actual)}"]
+            return [_pair(path, f"{len(expected)} elements", f"{len(actual)}: {_show(actual)}")]
         return [m for i, (e, a) in enumerate(zip(expected, actual, strict=True)) for m in match(e, a, f"{path}/{i}", h)]
     # JSON equality: true is not 1, "1" is not 1, 1 is 1.0.
     if isinstance(expected, str) or isinstance(actual, str):
@@ -327,7 +384,7 @@ def _m_literal(expected: Any, actual: Any, path: str, h: History) -> Mismatches:
         same = expected == actual and (expected is None) == (actual is None)
     if same:
         return []
-    return [f"{path or '/'}: expected {_show(expected)}, got {_show(actual)}"]
+    return [_pair(path, _show(expected), _show(actual))]
 
 
 def match(expected: Any, actual: Any, path: str, history: History) -> Mismatches:

@@ -166,14 +166,8 @@ def _run_here(works: Sequence[Work], units: list[Unit], on_outcome: Any, stop_on
         finally:
             executor.close()
             target.close()
-            work.era = _era_of(target)
+            work.era = target.era_in_force()
             work.seconds += time.perf_counter() - started
-
-
-def _era_of(target: Target) -> str | None:
-    era = getattr(target, "era", None)  # MCP targets only: an EraChoice
-    found = getattr(era, "era", None)  # EraChoice.era, read without importing the MCP SDK here
-    return found if isinstance(found, str) else None
 
 
 # --------------------------------------------------------------------------- worker processes
@@ -403,7 +397,7 @@ def _worker_main(number: int, specs: dict[str, Any], units: dict[int, Unit], pip
     for key, (target, executor) in executors.items():
         with contextlib.suppress(Exception):
             executor.close()
-        era = _era_of(target)
+        era = target.era_in_force()
         with contextlib.suppress(Exception):
             target.close()
         if era is not None:

@@ -1,0 +1,115 @@
+"""What a property needs besides strategies: driving a target, reading its replies, levels.
+
+``intentref.strategies`` holds only strategies (functions returning a Hypothesis
+``SearchStrategy``), as ``hypothesis.strategies`` does; everything else a property module
+uses lives here::
+
+    from hypothesis import given
+    from intentref import properties as ip, strategies as ist
+
+    @given(ist.plans("order"), ist.core_candidates())
+    def test_order_flow(intentref_target, plan, core):
+        with ip.Example(intentref_target) as ex:
+            task = ex.session().prepare(plan.request)
+            ...
+            with ip.decided("D-BRG-007"):   # an assertion on a value the reference decided
+                ...
+
+* driving a target (``intentref.suite.conformance.targets``): ``Example``,
+  ``ExampleSession``, ``UnsupportedByTarget``, ``catalog_instances``,
+  ``generated_instances``, ``available``, ``separate_sessions``, ``DifferentialTarget``,
+  ``Divergence``, ``case_from_calls``;
+* reading replies: ``error_code``, ``issue_paths``, ``step_of``, ``canonical``,
+  ``is_bridge_reply``, ``tool_result``, ``reference_reply``, ``catalog_schema``;
+* levels of a failure (D-CNF-021): ``decided``, ``DecidedAssertion``, ``failure_level``,
+  ``project``, ``FAULT_DECISIONS``;
+* what the strategies take and give: ``Plan`` (from ``plans``), ``Subject`` and ``Broken``
+  (for ``broken_candidates``), the named faults ``FAULTS`` / ``Fault`` / ``faults_for``, the
+  reply defects ``REPLY_DEFECTS`` and ``MCP_DEFECTS``, ``SPECIAL_KEYS``, ``DEEP_NESTING``,
+  ``LONE_SURROGATES``, ``payload_sources``, ``schema_paths``, and the two draw sources the
+  generators run on, ``HypothesisDraw`` and ``RandomDraw``.
+
+The property runner's own plumbing (shared runs, call counters, the target registry) stays
+private in ``intentref.suite._property_targets``.
+"""
+
+from __future__ import annotations
+
+from intentref.suite._projection import FAULT_DECISIONS, DecidedAssertion, decided, failure_level, project
+from intentref.suite._property_targets import (
+    DifferentialTarget,
+    Divergence,
+    Example,
+    ExampleSession,
+    UnsupportedByTarget,
+    available,
+    canonical,
+    case_from_calls,
+    catalog_instances,
+    error_code,
+    generated_instances,
+    is_bridge_reply,
+    issue_paths,
+    separate_sessions,
+    step_of,
+)
+from intentref.suite._reference_replies import catalog_schema, reference_reply
+from intentref.suite._strategies_impl import (
+    DEEP_NESTING,
+    FAULTS,
+    LONE_SURROGATES,
+    MCP_DEFECTS,
+    REPLY_DEFECTS,
+    SPECIAL_KEYS,
+    Broken,
+    Fault,
+    HypothesisDraw,
+    Plan,
+    RandomDraw,
+    Subject,
+    faults_for,
+    payload_sources,
+    schema_paths,
+    tool_result,
+)
+
+__all__ = [
+    "DEEP_NESTING",
+    "FAULTS",
+    "FAULT_DECISIONS",
+    "LONE_SURROGATES",
+    "MCP_DEFECTS",
+    "REPLY_DEFECTS",
+    "SPECIAL_KEYS",
+    "Broken",
+    "DecidedAssertion",
+    "DifferentialTarget",
+    "Divergence",
+    "Example",
+    "ExampleSession",
+    "Fault",
+    "HypothesisDraw",
+    "Plan",
+    "RandomDraw",
+    "Subject",
+    "UnsupportedByTarget",
+    "available",
+    "canonical",
+    "case_from_calls",
+    "catalog_instances",
+    "catalog_schema",
+    "decided",
+    "error_code",
+    "failure_level",
+    "faults_for",
+    "generated_instances",
+    "is_bridge_reply",
+    "issue_paths",
+    "payload_sources",
+    "project",
+    "reference_reply",
+    "schema_paths",
+    "separate_sessions",
+    "step_of",
+    "tool_result",
+]
