@@ -67,7 +67,7 @@ class Alteration:
 
     ``lacks`` maps a capability a case may need (``capabilities.REPAIR_ATTEMPTS``) to the
     reason the alteration does not offer it.  ``envelope_only``: the change is in the MCP
-    envelope, which only the MCP model shows (``faulty.McpModelTarget``).
+    envelope, which only the MCP model shows (``mcp_model.McpModelTarget``).
     ``needs_bridge_options``: only a Bridge with small capacity options reaches it (D-CNF-032).
     """
 
@@ -183,7 +183,7 @@ class AlteredTarget(Target):
     def __init__(self, alterations: Iterable[Alteration], name: str | None = None, *, envelope: bool = False) -> None:
         self.alterations = tuple(alterations)
         # envelope: the reference's own MCP tool layer on top (the in-process MCP model of
-        # ``faulty.McpModelTarget``), so the cases that check the MCP envelope run too.
+        # ``mcp_model.McpModelTarget``), so the cases that check the MCP envelope run too.
         self.envelope = envelope
         self.transport = "mcp" if envelope else "in-process"
         changed: dict[str, Any] = {}
