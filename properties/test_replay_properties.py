@@ -103,7 +103,7 @@ def test_a_refused_candidate_is_not_a_used_step(intentref_target: Any, data: st.
     with ip.Example(intentref_target, requirements=("R-CAP-013",)) as ex, ip.decided("D-LIM-003", "D-BRG-009"):
         session = ex.session()
         task = session.prepare(plan.request)
-        big = ip.FAULTS["text.oversize"](ip.Subject("core", core, {}), ip.RandomDraw(0)).text
+        big = ip.CANDIDATE_FAULTS["text.oversize"](ip.Subject("core", core, {}), ip.RandomDraw(0)).text
         assert ip.error_code(session.accept(ip.step_of(task, big))) == "LIMIT_EXCEEDED"
         reply = session.accept(ip.step_of(task, dumps_compact(core)))
     assert reply["kind"] == "task" and reply["stage"] == "data", reply

@@ -24,7 +24,7 @@ uses lives here::
 * levels of a failure (D-CNF-021): ``decided``, ``DecidedAssertion``, ``failure_level``,
   ``project``, ``FAULT_DECISIONS``;
 * what the strategies take and give: ``Plan`` (from ``plans``), ``Subject`` and ``Broken``
-  (for ``broken_candidates``), the named faults ``FAULTS`` / ``Fault`` / ``faults_for``, the
+  (for ``broken_candidates``), the named faults ``CANDIDATE_FAULTS`` / ``CandidateFault`` / ``faults_for``, the
   reply defects ``REPLY_DEFECTS`` and ``MCP_DEFECTS``, ``SPECIAL_KEYS``, ``DEEP_NESTING``,
   ``LONE_SURROGATES``, ``payload_sources``, ``schema_paths``, and the two draw sources the
   generators run on, ``HypothesisDraw`` and ``RandomDraw``.
@@ -55,14 +55,14 @@ from intentref.suite._property_targets import (
 )
 from intentref.suite._reference_replies import catalog_schema, reference_reply
 from intentref.suite._strategies_impl import (
+    CANDIDATE_FAULTS,
     DEEP_NESTING,
-    FAULTS,
     LONE_SURROGATES,
     MCP_DEFECTS,
     REPLY_DEFECTS,
     SPECIAL_KEYS,
     Broken,
-    Fault,
+    CandidateFault,
     HypothesisDraw,
     Plan,
     RandomDraw,
@@ -74,20 +74,20 @@ from intentref.suite._strategies_impl import (
 )
 
 __all__ = [
+    "CANDIDATE_FAULTS",
     "DEEP_NESTING",
-    "FAULTS",
     "FAULT_DECISIONS",
     "LONE_SURROGATES",
     "MCP_DEFECTS",
     "REPLY_DEFECTS",
     "SPECIAL_KEYS",
     "Broken",
+    "CandidateFault",
     "DecidedAssertion",
     "DifferentialTarget",
     "Divergence",
     "Example",
     "ExampleSession",
-    "Fault",
     "HypothesisDraw",
     "Plan",
     "RandomDraw",

@@ -14,7 +14,7 @@ Use them like ``hypothesis.strategies``::
 
 Every name this module exports is a function returning a ``SearchStrategy`` (a test keeps
 it so).  The types the strategies take and give (``Plan``, ``Subject``, ``Broken``), the
-named faults (``FAULTS``) and the pieces a property needs to drive a target (``Example``,
+named faults (``CANDIDATE_FAULTS``) and the pieces a property needs to drive a target (``Example``,
 ``decided``, ``error_code``, ...) live in ``intentref.properties``.
 
 Everything generated is valid by construction unless its name says otherwise:
@@ -26,7 +26,7 @@ Everything generated is valid by construction unless its name says otherwise:
 * candidates: ``core_candidates`` (any blocker combination), ``data_candidates`` for a
   given data task payload;
 * faults: ``broken_candidates(subject)`` -> ``(name, Broken(text, expected_code,
-  pointer))``, one of the named faults of ``intentref.properties.FAULTS``
+  pointer))``, one of the named faults of ``intentref.properties.CANDIDATE_FAULTS``
   (``core.blank_normalized_input``, ``data.quote_not_in_source``, ``json.duplicate_key``,
   ``json.deep_nesting``, ``text.lone_surrogate``, ...);
 * replies: ``bridge_replies`` and ``mcp_tool_results``, valid (real replies of the
@@ -126,7 +126,7 @@ def broken_candidates(subject: _impl.Subject, faults: Sequence[str] | None = Non
     ``lone_surrogates=False`` leaves out the faults whose text holds a raw lone surrogate,
     which reaches a server only over some transports (D-MCP-008, D-CNF-053).
     """
-    names = [n for n in (faults or _impl.faults_for(subject, include_heavy)) if _impl.FAULTS[n].applies(subject)
+    names = [n for n in (faults or _impl.faults_for(subject, include_heavy)) if _impl.CANDIDATE_FAULTS[n].applies(subject)
              and (lone_surrogates or n not in _impl.LONE_SURROGATE_FAULTS)]  # fmt: skip
     if not names:
         raise ValueError("no fault applies to this candidate")

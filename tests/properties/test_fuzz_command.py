@@ -55,7 +55,7 @@ def test_the_manifest_counts_what_was_written(cases: pathlib.Path) -> None:
     replies = [json.loads(p.read_text("utf-8")) for p in sorted((cases / "replies").glob("*.json"))]
     assert sum(manifest["faults"].values()) == len(candidates) == COUNT
     for name, count in manifest["faults"].items():
-        assert name == "valid" or name in ip.FAULTS
+        assert name == "valid" or name in ip.CANDIDATE_FAULTS
         assert count == sum((c["fault"] or "valid") == name for c in candidates)
     assert sum(manifest["defects"].values()) == len(replies) == COUNT
     for name in manifest["defects"]:

@@ -28,6 +28,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final
 
+from intentref.suite._strategies_impl import CANDIDATE_FAULTS
+
 NORMATIVE: Final = "normative"
 REFERENCE: Final = "reference"
 
@@ -45,27 +47,11 @@ DECIDED_CODES: Final[dict[str, tuple[str, ...]]] = {
     "BRIDGE_JOB_EXPIRED": ("D-ERR-005",),
     "INTERNAL_ERROR": ("D-MCP-007",),
 }
-# Candidate faults (intentref.strategies FAULTS) whose verdict is a reference decision:
-# another implementation may judge such a text differently and still follow the seeds.
+# Candidate faults whose verdict is a reference decision: another implementation may judge
+# such a text differently and still follow the seeds.  Each fault names its decisions where
+# it is registered (``_strategies_impl``); this is that list, read from the registry.
 FAULT_DECISIONS: Final[dict[str, tuple[str, ...]]] = {
-    "json.duplicate_key": ("D-JSON-001",),
-    "json.unsafe_integer": ("D-JSON-004",),
-    "json.lossy_number": ("D-JSON-004",),
-    "json.deep_nesting": ("D-LIM-003",),
-    "json.leading_bom": ("D-JSON-001",),
-    "text.lone_surrogate": ("D-JSON-002",),
-    "text.escaped_lone_surrogate": ("D-JSON-002",),
-    "text.oversize": ("D-LIM-003",),
-    "text.oversize_10mb": ("D-LIM-003",),
-    "core.extra_member": ("D-COR-002",),
-    "data.extra_root_member": ("D-COR-002",),
-    "data.missing_evidence": ("D-DAT-001",),
-    "data.missing_description_check": ("D-DAT-002",),
-    "data.extracted_but_missing": ("D-DAT-003", "D-DAT-005"),
-    "data.exact_mode_for_non_string": ("D-DAT-003",),
-    "business.required_missing": ("D-DAT-004", "D-DAT-005"),
-    "business.check_violated": ("D-DAT-005",),
-    "business.issue_filed": ("D-DAT-007",),
+    name: fault.decisions for name, fault in CANDIDATE_FAULTS.items() if fault.decisions
 }
 # The seeds' default: one repair per stage (seed 003/004).  An instance configured otherwise
 # rests on D-CFG-001 (the member exists) and D-LIM-005 (its range).

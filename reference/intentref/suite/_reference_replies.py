@@ -13,7 +13,7 @@ from typing import Any
 
 from intentref.suite._property_targets import catalog_instances
 from intentref.suite._strategies_impl import (
-    FAULTS,
+    CANDIDATE_FAULTS,
     Draw,
     Plan,
     Subject,
@@ -72,5 +72,5 @@ def _advance(d: Draw, session: Any, task: dict[str, Any], plan: Plan) -> dict[st
         subject = Subject("data", data_candidate(d, payload, plan.data), payload)
     text = subject.text
     if d.integer(0, 2) == 0:
-        text = FAULTS[d.choice(faults_for(subject, include_heavy=False))](subject, d).text
+        text = CANDIDATE_FAULTS[d.choice(faults_for(subject, include_heavy=False))](subject, d).text
     return dict(session.accept({**ids, "candidateText": text}))

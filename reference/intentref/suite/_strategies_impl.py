@@ -569,8 +569,8 @@ LIMIT: Final = "LIMIT_EXCEEDED"
 
 
 @dataclass(frozen=True)
-class Fault:
-    """One named way to break a candidate.  Call it: ``FAULTS[name](subject, draw)``."""
+class CandidateFault:
+    """One named way to break a candidate.  Call it: ``CANDIDATE_FAULTS[name](subject, draw)``."""
 
     name: str
     stages: frozenset[str]
@@ -578,6 +578,9 @@ class Fault:
     applies_to: Callable[[Subject], bool] = field(default=lambda subject: True)
     requirements: tuple[str, ...] = ()
     heavy: bool = False  # large texts: left out where size matters (CI properties, small fuzz runs)
+    # The reference decisions the fault's verdict rests on (another implementation may judge
+    # such a text otherwise and still follow the seeds); () when the seeds fix the verdict.
+    decisions: tuple[str, ...] = ()
 
     def applies(self, subject: Subject) -> bool:
         return subject.stage in self.stages and self.applies_to(subject)
@@ -608,16 +611,18 @@ def fault_of(text: str) -> str | None:
     return _FAULT_OF.get(text)
 
 
-FAULTS: dict[str, Fault] = {}
+CANDIDATE_FAULTS: dict[str, CandidateFault] = {}
 BOTH: Final = frozenset({"core", "data"})
 CORE: Final = frozenset({"core"})
 DATA: Final = frozenset({"data"})
 
 
 def _fault(name: str, stages: frozenset[str], *requirements: str, applies: Callable[[Subject], bool] | None = None,
-           heavy: bool = False) -> Callable[[Callable[[Subject, Draw], Broken]], Callable[[Subject, Draw], Broken]]:  # fmt: skip
+           heavy: bool = False, decisions: tuple[str, ...] = ()
+           ) -> Callable[[Callable[[Subject, Draw], Broken]], Callable[[Subject, Draw], Broken]]:  # fmt: skip
     def register(make: Callable[[Subject, Draw], Broken]) -> Callable[[Subject, Draw], Broken]:
-        FAULTS[name] = Fault(name, stages, make, applies or (lambda subject: True), requirements, heavy)
+        CANDIDATE_FAULTS[name] = CandidateFault(name, stages, make, applies or (lambda subject: True), requirements,
+                                                heavy, decisions)  # fmt: skip
         return make
 
     return register
@@ -699,7 +704,7 @@ def _missing_root(s: Subject, d: Draw) -> Broken:
     return _broken(c, INVALID, f"/{name}")
 
 
-@_fault("core.extra_member", CORE, "R-DAT-006", "R-ERR-015")
+@_fault("core.extra_member", CORE, "R-DAT-006", "R-ERR-015", decisions=("D-COR-002",))
 def _extra_core_member(s: Subject, d: Draw) -> Broken:
     c = s.copy()
     name = d.choice(["x/y~z", "~1", "extra", "/"])
@@ -795,7 +800,7 @@ def _has_leaves(s: Subject) -> bool:
     return bool(leaves(s.candidate["data"]))
 
 
-@_fault("data.missing_evidence", DATA, "R-SRC-010", applies=_has_leaves)
+@_fault("data.missing_evidence", DATA, "R-SRC-010", applies=_has_leaves, decisions=("D-DAT-001",))
 def _missing_evidence(s: Subject, d: Draw) -> Broken:
     c = s.copy()
     c["evidence"] = []
@@ -810,7 +815,7 @@ def _non_string_leaf(s: Subject) -> int | None:
     return None
 
 
-@_fault("data.exact_mode_for_non_string", DATA, "R-DAT-011", applies=lambda s: _non_string_leaf(s) is not None)
+@_fault("data.exact_mode_for_non_string", DATA, "R-DAT-011", applies=lambda s: _non_string_leaf(s) is not None, decisions=("D-DAT-003",))
 def _exact_non_string(s: Subject, d: Draw) -> Broken:
     c = s.copy()
     i = _non_string_leaf(s)
@@ -843,7 +848,7 @@ def _blank_explanation(s: Subject, d: Draw) -> Broken:
     return _broken(c, INVALID, "/fieldResults/0/explanation")
 
 
-@_fault("data.extra_root_member", DATA, "R-DAT-002", "R-DAT-006")
+@_fault("data.extra_root_member", DATA, "R-DAT-002", "R-DAT-006", decisions=("D-COR-002",))
 def _extra_data_member(s: Subject, d: Draw) -> Broken:
     c = s.copy()
     name = d.choice(["x/y", "result", "~"])
@@ -867,7 +872,7 @@ def _data_wrong_type(s: Subject, d: Draw) -> Broken:
     return _broken(c, INVALID, f"/{member}")
 
 
-@_fault("data.missing_description_check", DATA, "R-SRC-005", applies=lambda s: bool(s.candidate["descriptionChecks"]))
+@_fault("data.missing_description_check", DATA, "R-SRC-005", applies=lambda s: bool(s.candidate["descriptionChecks"]), decisions=("D-DAT-002",))
 def _missing_check(s: Subject, d: Draw) -> Broken:
     c = s.copy()
     c["descriptionChecks"] = []
@@ -903,7 +908,7 @@ def _omitted_optional(s: Subject) -> int | None:
     return None
 
 
-@_fault("data.extracted_but_missing", DATA, "R-DAT-015", applies=lambda s: _omitted_optional(s) is not None)
+@_fault("data.extracted_but_missing", DATA, "R-DAT-015", applies=lambda s: _omitted_optional(s) is not None, decisions=("D-DAT-003", "D-DAT-005"))
 def _extracted_but_missing(s: Subject, d: Draw) -> Broken:
     c = s.copy()
     i = _omitted_optional(s)
@@ -923,7 +928,7 @@ def _required_returned(s: Subject) -> str | None:
 
 
 @_fault("business.required_missing", DATA, "R-DAT-023", "R-DAT-024", "R-ERR-030",
-        applies=lambda s: _required_returned(s) is not None)  # fmt: skip
+        applies=lambda s: _required_returned(s) is not None, decisions=("D-DAT-004", "D-DAT-005"))  # fmt: skip
 def _required_missing(s: Subject, d: Draw) -> Broken:
     c = s.copy()
     name = _required_returned(s)
@@ -940,7 +945,7 @@ def _required_missing(s: Subject, d: Draw) -> Broken:
     return _broken(c, EXTRACTION, path)
 
 
-@_fault("business.check_violated", DATA, "R-DAT-018", applies=lambda s: bool(s.candidate["descriptionChecks"]))
+@_fault("business.check_violated", DATA, "R-DAT-018", applies=lambda s: bool(s.candidate["descriptionChecks"]), decisions=("D-DAT-005",))
 def _check_violated(s: Subject, d: Draw) -> Broken:
     c = s.copy()
     i = d.integer(0, len(c["descriptionChecks"]) - 1)
@@ -948,7 +953,7 @@ def _check_violated(s: Subject, d: Draw) -> Broken:
     return _broken(c, EXTRACTION, c["descriptionChecks"][i]["path"])
 
 
-@_fault("business.issue_filed", DATA, "R-DAT-019", "R-ERR-029")
+@_fault("business.issue_filed", DATA, "R-DAT-019", "R-ERR-029", decisions=("D-DAT-007",))
 def _issue_filed(s: Subject, d: Draw) -> Broken:
     c = s.copy()
     path = "/data/" + jsonpointer.escape_token(s.payload["selectedFields"][0])
@@ -965,7 +970,7 @@ def _inject(text: str, member: str) -> str:
     return "{" + member + ("," if text != "{}" else "") + text[1:]
 
 
-@_fault("json.duplicate_key", BOTH, "R-RES-056")
+@_fault("json.duplicate_key", BOTH, "R-RES-056", decisions=("D-JSON-001",))
 def _duplicate_key(s: Subject, d: Draw) -> Broken:
     name = d.choice(list(s.candidate))
     return Broken(_inject(s.text, json.dumps(name, ensure_ascii=False) + ":null"), INVALID, "")
@@ -987,13 +992,13 @@ def _nan(s: Subject, d: Draw) -> Broken:
     return Broken(_inject(s.text, '"n":' + literal), INVALID, "")
 
 
-@_fault("json.unsafe_integer", BOTH, "R-RES-057")
+@_fault("json.unsafe_integer", BOTH, "R-RES-057", decisions=("D-JSON-004",))
 def _unsafe_integer(s: Subject, d: Draw) -> Broken:
     literal = d.choice([str(MAX_SAFE_INTEGER + 1), str(-MAX_SAFE_INTEGER - 2), "1e400", "9007199254740993.0"])
     return Broken(_inject(s.text, '"n":' + literal), INVALID, "")
 
 
-@_fault("json.lossy_number", BOTH, "R-RES-058")
+@_fault("json.lossy_number", BOTH, "R-RES-058", decisions=("D-JSON-004",))
 def _lossy_number(s: Subject, d: Draw) -> Broken:
     literal = d.choice(["0.1000000000000000055511151231257827", "1.00000000000000000001", "3.141592653589793238"])
     return Broken(_inject(s.text, '"n":' + literal), INVALID, "")
@@ -1004,7 +1009,7 @@ def _wrong_root(s: Subject, d: Draw) -> Broken:
     return Broken(d.choice(["[]", "null", "42", '"text"', "true", json.dumps([s.candidate])]), INVALID, "")
 
 
-@_fault("json.leading_bom", BOTH)
+@_fault("json.leading_bom", BOTH, decisions=("D-JSON-001",))
 def _bom(s: Subject, d: Draw) -> Broken:
     return Broken("\ufeff" + s.text, INVALID, "")
 
@@ -1019,7 +1024,7 @@ BIG: Final = 10 * 1024 * 1024  # the long profile's "10 MB texts"
 DEEP_NESTING: Final = (65, 1_000, 100_000)
 
 
-@_fault("json.deep_nesting", BOTH, "R-RES-056")
+@_fault("json.deep_nesting", BOTH, "R-RES-056", decisions=("D-LIM-003",))
 def _deep_nesting(s: Subject, d: Draw) -> Broken:
     depth = d.choice(DEEP_NESTING)
     return Broken("[" * depth + "]" * depth, INVALID, "")
@@ -1030,7 +1035,7 @@ def _deep_nesting(s: Subject, d: Draw) -> Broken:
 LONE_SURROGATE_FAULTS: Final = frozenset({"text.lone_surrogate"})
 
 
-@_fault("text.lone_surrogate", BOTH)
+@_fault("text.lone_surrogate", BOTH, decisions=("D-JSON-002",))
 def _lone_surrogate(s: Subject, d: Draw) -> Broken:
     # A raw lone surrogate in the candidate string: JavaScript strings can hold one.
     c = s.copy()
@@ -1039,7 +1044,7 @@ def _lone_surrogate(s: Subject, d: Draw) -> Broken:
     return Broken(json.dumps(c, ensure_ascii=False), INVALID, "")
 
 
-@_fault("text.escaped_lone_surrogate", BOTH)
+@_fault("text.escaped_lone_surrogate", BOTH, decisions=("D-JSON-002",))
 def _escaped_lone_surrogate(s: Subject, d: Draw) -> Broken:
     escape = d.choice(["\\ud800", "\\udfff", "\\ud83d x"])
     return Broken(_inject(s.text, '"s":"' + escape + '"'), INVALID, "")
@@ -1054,12 +1059,12 @@ def oversize_text(d: Draw, total: int | None = None) -> str:
     return '"' + unit * count + '"'
 
 
-@_fault("text.oversize", BOTH, "R-CAP-013", "R-LIF-009")
+@_fault("text.oversize", BOTH, "R-CAP-013", "R-LIF-009", decisions=("D-LIM-003",))
 def _oversize(s: Subject, d: Draw) -> Broken:
     return Broken(oversize_text(d), LIMIT, None)
 
 
-@_fault("text.oversize_10mb", BOTH, "R-CAP-013", heavy=True)
+@_fault("text.oversize_10mb", BOTH, "R-CAP-013", heavy=True, decisions=("D-LIM-003",))
 def _oversize_10mb(s: Subject, d: Draw) -> Broken:
     return Broken(oversize_text(d, BIG), LIMIT, None)
 
@@ -1067,12 +1072,12 @@ def _oversize_10mb(s: Subject, d: Draw) -> Broken:
 def broken(d: Draw, subject: Subject, names: Sequence[str]) -> tuple[str, Broken]:
     """One of ``names`` applied to ``subject``: (fault name, Broken)."""
     name = d.choice(list(names))
-    return name, FAULTS[name](subject, d)
+    return name, CANDIDATE_FAULTS[name](subject, d)
 
 
 def faults_for(subject: Subject, include_heavy: bool = True) -> list[str]:
     """The names of every fault that applies to ``subject``, in registry order."""
-    return [name for name, f in FAULTS.items() if f.applies(subject) and (include_heavy or not f.heavy)]
+    return [name for name, f in CANDIDATE_FAULTS.items() if f.applies(subject) and (include_heavy or not f.heavy)]
 
 
 # --------------------------------------------------------------------------- cancel details

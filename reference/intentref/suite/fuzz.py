@@ -189,7 +189,7 @@ def candidate_case(rng: random.Random, case_id: str, heavy: bool) -> dict[str, A
     )
     from intentref.suite._reference_replies import catalog_schema, reference_session
     from intentref.suite._strategies_impl import (
-        FAULTS,
+        CANDIDATE_FAULTS,
         RandomDraw,
         Subject,
         core_candidate,
@@ -227,7 +227,7 @@ def candidate_case(rng: random.Random, case_id: str, heavy: bool) -> dict[str, A
         text = subject.text
         if d.integer(0, 9) >= 3:
             fault = d.choice(faults_for(subject, include_heavy=heavy))
-            text = FAULTS[fault](subject, d).text
+            text = CANDIDATE_FAULTS[fault](subject, d).text
         reply = call("accept", _step(task, text))
     finally:
         session.close()
@@ -491,7 +491,7 @@ class Walker:
 
     def _accept(self, broken: bool = False) -> None:
         from intentref.suite._strategies_impl import (
-            FAULTS,
+            CANDIDATE_FAULTS,
             Subject,
             core_candidate,
             data_candidate,
@@ -511,7 +511,7 @@ class Walker:
         text, expected = subject.text, "valid"
         if broken:
             fault = self.d.choice(faults_for(subject, include_heavy=self.heavy))
-            made = FAULTS[fault](subject, self.d)
+            made = CANDIDATE_FAULTS[fault](subject, self.d)
             text, expected = made.text, made.expected_code
             self.tally.sent[fault + (".100k" if fault == "json.deep_nesting" and len(text) >= 200_000 else "")] += 1
         reply = self._call(job.owner, "accept", {"jobId": job.id, "stepToken": job.token, "candidateText": text})
