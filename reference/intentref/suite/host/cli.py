@@ -1,0 +1,133 @@
+"""``intentref host``: judge a host of the protocol by what it does (issue 26).
+
+    intentref host --command "my-host --server {server} --model {model} --request {request}"
+                   [--scenario FILE ...] [--level normative|reference] [--json F] [--junit F]
+
+Exit status: 0 when every scenario passes at the chosen level, 1 when one fails, 2 for a
+command-line mistake (reported in one line before anything runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from typing import Any, Final
+
+USAGE_STATUS: Final = 2
+FAIL_STATUS: Final = 1
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("host", help="judge a host (the program that calls the tools and runs a model) against seed 000's host rules",
+                       description=__doc__.splitlines()[0] if __doc__ else None)  # fmt: skip
+    p.add_argument("--command", required=True, metavar="COMMAND",
+                   help="the host's command line with the placeholders {server}, {model} and {request}")  # fmt: skip
+    p.add_argument("--scenario", action="append", default=[], metavar="FILE",
+                   help="run this scenario file (repeatable; default: the catalogue conformance/hosts/*.json)")  # fmt: skip
+    p.add_argument("--level", choices=("normative", "reference"), default="normative",
+                   help="which violations fail the run (default normative: seed rules and the contract)")  # fmt: skip
+    p.add_argument(
+        "--timeout", type=float, default=30.0, help="seconds a host gets per scenario run (default 30)"
+    )
+    p.add_argument("--jobs", type=int, default=2, help="scenarios run at once (default 2)")
+    p.add_argument("--json", dest="json_out", metavar="FILE", help="write the JSON report")
+    p.add_argument("--junit", metavar="FILE", help="write JUnit XML")
+    p.set_defaults(run=run)
+
+
+def _usage(message: str) -> int:
+    print(f"intentref host: {message}", file=sys.stderr)
+    return USAGE_STATUS
+
+
+def run(args: argparse.Namespace) -> int:
+    from intentref.suite.conformance.reports import output_problem
+    from intentref.suite.host import judge
+
+    try:
+        argv = judge.check_command(args.command)
+        for flag, path in (("--json", args.json_out), ("--junit", args.junit)):
+            if path and (problem := output_problem(path)):
+                raise judge.UsageProblem(f"{flag} {path}: {problem}")
+        if args.timeout <= 0 or args.jobs < 1:
+            raise judge.UsageProblem("--timeout and --jobs must be positive")
+        paths = [pathlib.Path(p) for p in args.scenario] or judge.catalogue_paths()
+        scenarios = judge.load_scenarios(paths)
+    except judge.UsageProblem as problem:
+        return _usage(str(problem))
+    started = time.monotonic()
+    verdicts = judge.judge_scenarios(argv, scenarios, jobs=args.jobs, timeout=args.timeout)
+    seconds = time.monotonic() - started
+    print_verdicts(verdicts, args.level, seconds)
+    if args.json_out:
+        write_json(args.json_out, args.command, verdicts, args.level, seconds)
+    if args.junit:
+        write_junit(args.junit, verdicts, args.level)
+    return FAIL_STATUS if any(v.failed(args.level) for v in verdicts) else 0
+
+
+def print_verdicts(verdicts: Sequence[Any], level: str, seconds: float) -> None:
+    from intentref.suite.host.judge import violation_line
+
+    for verdict in verdicts:
+        status = "FAIL" if verdict.failed(level) else "pass"
+        print(f"{status} {verdict.id} {verdict.scenario['title']} ({verdict.seconds:.1f} s)")
+        for wording, violation in verdict.violations:
+            print(f"  {violation_line(verdict, wording, violation)}")
+    failed = sum(1 for v in verdicts if v.failed(level))
+    print(f"{len(verdicts) - failed} of {len(verdicts)} scenarios pass at {level} level in {seconds:.1f} s")
+
+
+def report_document(command: str, verdicts: Sequence[Any], level: str, seconds: float) -> dict[str, Any]:
+    return {
+        "tool": "intentref host",
+        "command": command,
+        "level": level,
+        "seconds": round(seconds, 3),
+        "summary": {"scenarios": len(verdicts), "failed": sum(1 for v in verdicts if v.failed(level))},
+        "scenarios": [
+            {
+                "id": v.id,
+                "title": v.scenario["title"],
+                "level": v.scenario["level"],
+                "requirements": v.scenario["requirements"],
+                "decisions": v.scenario.get("decisions", []),
+                "status": "failed" if v.failed(level) else "passed",
+                "seconds": round(v.seconds, 3),
+                "violations": [
+                    {"rule": x.rule, "level": x.level, "wording": w, "where": x.where, "message": x.message}
+                    for w, x in v.violations
+                ],
+            }
+            for v in verdicts
+        ],
+    }
+
+
+def write_json(path: str, command: str, verdicts: Sequence[Any], level: str, seconds: float) -> None:
+    document = report_document(command, verdicts, level, seconds)
+    pathlib.Path(path).write_text(json.dumps(document, ensure_ascii=False, indent=2) + "\n", "utf-8")
+
+
+def write_junit(path: str, verdicts: Sequence[Any], level: str) -> None:
+    from intentref.suite.conformance.reports import clean_text
+    from intentref.suite.host.judge import violation_line
+
+    failed = [v for v in verdicts if v.failed(level)]
+    suite = ET.Element("testsuite", name="intentref host", tests=str(len(verdicts)), failures=str(len(failed)),
+                       errors="0", skipped="0", time=f"{sum(v.seconds for v in verdicts):.3f}")  # fmt: skip
+    for verdict in verdicts:
+        case = ET.SubElement(suite, "testcase", classname="intentref.host", name=clean_text(verdict.id),
+                             time=f"{verdict.seconds:.3f}")  # fmt: skip
+        if verdict.failed(level):
+            lines = [violation_line(verdict, w, x) for w, x in verdict.violations]
+            failure = ET.SubElement(case, "failure", message=clean_text(lines[0]))
+            failure.text = clean_text("\n".join(lines))
+    root = ET.Element("testsuites", name="intentref host")
+    root.append(suite)
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
