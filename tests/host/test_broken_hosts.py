@@ -27,6 +27,7 @@ BROKEN_HOSTS = {
     "protocol_success": ("R-HST-012", ["HST-012", "HST-013", "HST-014"], "never returned"),
     "connection_per_call": ("R-HST-005", ["HST-001"], "another connection"),
     "submits_after_result": ("R-HST-008", ["HST-001"], "after the job's result"),
+    "leaves_job_open": ("R-HST-013", ["HST-011"], "left 1 active job"),
 }
 
 

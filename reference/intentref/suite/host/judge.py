@@ -34,6 +34,8 @@ _PLACEHOLDER: Final = re.compile(r"\{([A-Za-z_]+)\}")
 DEFAULT_TIMEOUT: Final = 30.0
 # How long the judge waits, once the host has exited, for a server it started to log its close.
 CLOSE_GRACE: Final = 3.0
+# The most of a host's stdout or stderr the judge reads: a reply is far smaller.
+OUTPUT_LIMIT: Final = 16 * 1024 * 1024
 MODEL_SCRIPT: Final = pathlib.Path(__file__).with_name("model.py")
 FAILING_LEVELS: Final = {
     "normative": ("normative", "contract"),
@@ -167,6 +169,11 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _head(path: pathlib.Path, limit: int = OUTPUT_LIMIT) -> bytes:
+    with open(path, "rb") as file:
+        return file.read(limit)
+
+
 def run_scenario(
     argv: Sequence[str], scenario: dict[str, Any], wording: str, timeout: float = DEFAULT_TIMEOUT
 ) -> Run:
@@ -175,17 +182,21 @@ def run_scenario(
         values = placeholder_values(folder, scenario, wording)
         host_argv = [_PLACEHOLDER.sub(lambda m: values[m.group(1)], token) for token in argv]
         started = time.monotonic()
-        process = subprocess.Popen(host_argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   start_new_session=True)  # fmt: skip
+        # Files, not pipes: the host's end is its exit, even if a child of it keeps the
+        # output descriptors open (a pipe would only end when every holder closed it).
+        out_file, err_file = folder / "host.stdout", folder / "host.stderr"
+        with open(out_file, "wb") as out, open(err_file, "wb") as err:
+            process = subprocess.Popen(host_argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                       start_new_session=True)  # fmt: skip
         exit_status: int | None
         try:
-            stdout, stderr = process.communicate(timeout=timeout)
-            exit_status = process.returncode
+            exit_status = process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
-            stdout, stderr = process.communicate()
+            process.wait()
             exit_status = None
+        stdout, stderr = _head(out_file), _head(err_file)
         seconds = time.monotonic() - started
         server_log, model_log = folder / "server.log", folder / "model.log"
         deadline = time.monotonic() + CLOSE_GRACE
@@ -198,6 +209,10 @@ def run_scenario(
         for pid in open_pids:  # a server the host left behind: R-HST-013, and never left running
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+        # Whatever else the host left in its process group (a child holding its connection
+        # open, say) is not the judge's to keep either.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
         timeline, connections = read_timeline(server_log, model_log)
         return Run(
             scenario_id=scenario["id"], wording=wording, timeline=timeline, connections=connections,

@@ -336,9 +336,14 @@ def protocol_failures_handled(run: Run) -> Iterator[Violation]:
 @rule("R-HST-013")
 def stopping_releases_jobs(run: Run) -> Iterator[Violation]:
     for connection in run.connections.values():
-        if not connection.closed and connection.pid in run.left_running:
-            yield Violation("R-HST-013", "outcome",
-                            f"the host exited and left its server (pid {connection.pid}) running with its jobs")  # fmt: skip
+        if connection.closed or connection.pid not in run.left_running:
+            continue
+        calls = [call for call in run.calls if call.connection == connection.name]
+        active = calls[-1].active if calls else []
+        if active:
+            where = calls[-1].where(run.connection_order)
+            yield Violation("R-HST-013", where, f"the host exited and left {len(active)} active job(s) on a server "
+                                                f"it kept running (pid {connection.pid}): neither cancelled nor closed")  # fmt: skip
 
 
 @rule("R-HST-014")
