@@ -2,6 +2,7 @@
 
     intentref host --command "my-host --server {server} --model {model} --request {request}"
                    [--scenario FILE ...] [--level normative|reference] [--json F] [--junit F]
+                   [--fuzz --seed N --count K [--out DIR]]
 
 Exit status: 0 when every scenario passes at the chosen level, 1 when one fails, 2 for a
 command-line mistake (reported in one line before anything runs).
@@ -37,6 +38,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--jobs", type=int, default=2, help="scenarios run at once (default 2)")
     p.add_argument("--json", dest="json_out", metavar="FILE", help="write the JSON report")
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML")
+    p.add_argument("--fuzz", action="store_true", help="draw random scenarios (Hypothesis) instead of the catalogue")
+    p.add_argument("--seed", type=int, default=0, help="with --fuzz: the seed (the same seed draws the same scenarios)")
+    p.add_argument("--count", type=int, default=20, metavar="K", help="with --fuzz: scenarios to draw (default 20)")
+    p.add_argument("--out", metavar="DIR", default=".",
+                   help="with --fuzz: where the shrunk scenario of a failure is written (default .)")  # fmt: skip
     p.set_defaults(run=run)
 
 
@@ -54,8 +60,20 @@ def run(args: argparse.Namespace) -> int:
         for flag, path in (("--json", args.json_out), ("--junit", args.junit)):
             if path and (problem := output_problem(path)):
                 raise judge.UsageProblem(f"{flag} {path}: {problem}")
-        if args.timeout <= 0 or args.jobs < 1:
-            raise judge.UsageProblem("--timeout and --jobs must be positive")
+        if args.timeout <= 0 or args.jobs < 1 or args.count < 1:
+            raise judge.UsageProblem("--timeout, --jobs and --count must be positive")
+        if args.fuzz:
+            if args.scenario:
+                raise judge.UsageProblem(
+                    "--fuzz draws its own scenarios: give --scenario or --fuzz, not both"
+                )
+            out = pathlib.Path(args.out)
+            if not out.is_dir():
+                raise judge.UsageProblem(f"--out {args.out}: not a folder")
+            from intentref.suite.host import fuzz
+
+            return fuzz.run_fuzz(argv, seed=args.seed, count=args.count, out=out, level=args.level,
+                                 timeout=args.timeout, jobs=args.jobs)  # fmt: skip
         paths = [pathlib.Path(p) for p in args.scenario] or judge.catalogue_paths()
         scenarios = judge.load_scenarios(paths)
     except judge.UsageProblem as problem:

@@ -429,7 +429,7 @@ def protocol_failure_cancels(run: Run) -> Iterator[Violation]:
     for index, event in enumerate(run.timeline):
         if not (isinstance(event, Call) and event.fault):
             continue
-        if event.active:
+        if event.active and event.tool != "intent_cancel":  # a faulted cancel was the host's release already
             job_id = event.active[0]
             following = next_action(run, index, job_id)
             action = following[1] if following else None
