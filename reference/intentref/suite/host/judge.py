@@ -238,6 +238,10 @@ class Verdict:
     def failed(self, level: str = "normative") -> bool:
         return any(v.level in FAILING_LEVELS[level] for _, v in self.violations)
 
+    def lines(self, level: str = "normative") -> list[str]:
+        """One line per violation that fails the scenario at ``level``."""
+        return [violation_line(self, w, v) for w, v in self.violations if v.level in FAILING_LEVELS[level]]
+
 
 def wordings_of(scenario: dict[str, Any]) -> list[str]:
     wanted = scenario["server"]["wordings"]
