@@ -49,3 +49,10 @@ def test_a_short_host_passes_at_normative_level_and_differs_from_the_reference_w
     # At reference level the same run fails.
     strict = run_judge(*args[:2], "--level", "reference", "--scenario", str(scenario_path("HST-011")))
     assert strict.returncode == 1 and "D-HST-003 (reference) HST-011" in strict.stdout
+
+
+def test_the_readme_section_quotes_the_short_hosts_verbatim():
+    section = (HOSTS / "README-section.md").read_text("utf-8")
+    assert f"```python\n{(HOSTS / 'ten_line_host.py').read_text('utf-8')}```" in section
+    assert f"```javascript\n{(NODE_DIR / 'ten_line_host.mjs').read_text('utf-8')}```" in section
+    assert len((NODE_DIR / "ten_line_host.mjs").read_text("utf-8").splitlines()) <= 10
