@@ -7,5 +7,4 @@ let reply = await call("intent_prepare", JSON.parse(readFileSync(request, "utf8"
 while (reply.kind === "task") { // the model gets the actual task; exit 3 refusal, 4 incomplete, anything else a failure
   const run = spawnSync("/bin/sh", ["-c", model], { input: JSON.stringify(reply), encoding: "utf8", maxBuffer: 1 << 26 });
   if (run.status === 3 || run.status === 4) { reply = await call("intent_cancel", { jobId: reply.jobId, outcome: run.status === 3 ? "refusal" : "incomplete", detail: Buffer.from(run.stdout).subarray(0, 2048).toString().replace(/\uFFFD$/, "") }); break; }
-  if (run.status !== 0) throw new Error(`the model failed (${run.status})`); reply = await call("intent_accept", { jobId: reply.jobId, stepToken: reply.stepToken, candidateText: run.stdout }); }
-console.log(JSON.stringify(reply)); await client.close();
+  if (run.status !== 0) throw new Error(`the model failed (${run.status})`); reply = await call("intent_accept", { jobId: reply.jobId, stepToken: reply.stepToken, candidateText: run.stdout }); } console.log(JSON.stringify(reply)); await client.close();
