@@ -101,3 +101,12 @@ def test_a_host_that_exits_without_a_reply_is_not_a_contract_break_but_differs_f
     violations = json.loads(report_file.read_text("utf-8"))["scenarios"][0]["violations"]
     # ...and the reference-level note says it did not reach the reference host's outcome.
     assert [(v["rule"], v["level"]) for v in violations] == [("D-HST-009", "reference")]
+
+
+def test_without_its_fork_server_the_launcher_starts_the_server_the_slow_way(tmp_path):
+    from intentref.suite.host.judge import check_command, judge_scenario, load_scenario
+
+    missing_socket = str(tmp_path / "no-fork-server.sock")
+    verdict = judge_scenario(check_command(GOOD), load_scenario(scenario_path("HST-001")), fork_socket=missing_socket)
+    assert verdict.violations == []
+    assert [len(run.calls) for run in verdict.runs] == [3]  # prepare, the core and the data accept, all served

@@ -79,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
     except judge.UsageProblem as problem:
         return _usage(str(problem))
     started = time.monotonic()
-    verdicts = judge.judge_scenarios(argv, scenarios, jobs=args.jobs, timeout=args.timeout)
+    with judge.fork_server() as fork_socket:
+        verdicts = judge.judge_scenarios(argv, scenarios, jobs=args.jobs, timeout=args.timeout, fork_socket=fork_socket)
     seconds = time.monotonic() - started
     print_verdicts(verdicts, args.level, seconds)
     if args.json_out:

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -37,6 +37,7 @@ CLOSE_GRACE: Final = 3.0
 # The most of a host's stdout or stderr the judge reads: a reply is far smaller.
 OUTPUT_LIMIT: Final = 16 * 1024 * 1024
 MODEL_SCRIPT: Final = pathlib.Path(__file__).with_name("model.py")
+LAUNCHER: Final = pathlib.Path(__file__).with_name("launch.py")
 FAILING_LEVELS: Final = {
     "normative": ("normative", "contract"),
     "reference": ("normative", "contract", "reference"),
@@ -122,7 +123,8 @@ def _package_root() -> str:
     return str(pathlib.Path(__file__).resolve().parents[3])
 
 
-def placeholder_values(folder: pathlib.Path, scenario: dict[str, Any], wording: str) -> dict[str, str]:
+def placeholder_values(folder: pathlib.Path, scenario: dict[str, Any], wording: str,
+                       fork_socket: str | None = None) -> dict[str, str]:  # fmt: skip
     request = folder / "request.json"
     request.write_text(json.dumps(scenario["request"], ensure_ascii=False), "utf-8")
     script = folder / "model-script.json"
@@ -152,6 +154,8 @@ def placeholder_values(folder: pathlib.Path, scenario: dict[str, Any], wording: 
         "--log",
         str(folder / "model.log"),
     ]
+    if fork_socket is not None:  # the same server, forked warm (forkserver); the slow start is the fallback
+        server = [sys.executable, "-I", "-S", str(LAUNCHER), fork_socket, "--", *server]
     return {"server": shlex.join(server), "model": shlex.join(model), "request": str(request)}
 
 
@@ -174,12 +178,11 @@ def _head(path: pathlib.Path, limit: int = OUTPUT_LIMIT) -> bytes:
         return file.read(limit)
 
 
-def run_scenario(
-    argv: Sequence[str], scenario: dict[str, Any], wording: str, timeout: float = DEFAULT_TIMEOUT
-) -> Run:
+def run_scenario(argv: Sequence[str], scenario: dict[str, Any], wording: str, timeout: float = DEFAULT_TIMEOUT,
+                 fork_socket: str | None = None) -> Run:  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="intentref-host-") as name:
         folder = pathlib.Path(name)
-        values = placeholder_values(folder, scenario, wording)
+        values = placeholder_values(folder, scenario, wording, fork_socket)
         host_argv = [_PLACEHOLDER.sub(lambda m: values[m.group(1)], token) for token in argv]
         started = time.monotonic()
         # Files, not pipes: the host's end is its exit, even if a child of it keeps the
@@ -248,12 +251,11 @@ def wordings_of(scenario: dict[str, Any]) -> list[str]:
     return ["reference", "alternate"] if wanted == "both" else [wanted]
 
 
-def judge_scenario(
-    argv: Sequence[str], scenario: dict[str, Any], timeout: float = DEFAULT_TIMEOUT
-) -> Verdict:
+def judge_scenario(argv: Sequence[str], scenario: dict[str, Any], timeout: float = DEFAULT_TIMEOUT,
+                   fork_socket: str | None = None) -> Verdict:  # fmt: skip
     verdict = Verdict(scenario)
     for wording in wordings_of(scenario):
-        run = run_scenario(argv, scenario, wording, timeout)
+        run = run_scenario(argv, scenario, wording, timeout, fork_socket)
         verdict.runs.append(run)
         verdict.seconds += run.seconds
         verdict.violations.extend((wording, v) for v in judge_run(run, scenario.get("expect")))
@@ -263,9 +265,30 @@ def judge_scenario(
 
 
 def judge_scenarios(argv: Sequence[str], scenarios: Sequence[dict[str, Any]], *, jobs: int = 2,
-                    timeout: float = DEFAULT_TIMEOUT) -> list[Verdict]:  # fmt: skip
+                    timeout: float = DEFAULT_TIMEOUT, fork_socket: str | None = None) -> list[Verdict]:  # fmt: skip
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(lambda s: judge_scenario(argv, s, timeout), scenarios))
+        return list(pool.map(lambda s: judge_scenario(argv, s, timeout, fork_socket), scenarios))
+
+
+@contextlib.contextmanager
+def fork_server() -> Iterator[str | None]:
+    """A running ``forkserver`` for this judge run: its socket, or None when it would not start."""
+    with tempfile.TemporaryDirectory(prefix="intentref-host-fork-") as folder:
+        path = str(pathlib.Path(folder) / "fork.sock")
+        launcher = f"import sys; sys.path.insert(0, {_package_root()!r}); from intentref.suite.host.forkserver import main; sys.exit(main(sys.argv[1:]))"
+        process = subprocess.Popen([sys.executable, "-I", "-c", launcher, path], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)  # fmt: skip
+        try:
+            ready = process.stdout.readline() if process.stdout else ""
+            yield path if ready.startswith("intentref-zygote ready") else None
+        finally:
+            if process.stdin:
+                process.stdin.close()  # its end of input: it stops, taking any child with it
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
 def violation_line(verdict: Verdict, wording: str, violation: Violation) -> str:
