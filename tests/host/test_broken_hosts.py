@@ -28,6 +28,8 @@ BROKEN_HOSTS = {
     "connection_per_call": ("R-HST-005", ["HST-001"], "another connection"),
     "submits_after_result": ("R-HST-008", ["HST-001"], "after the job's result"),
     "leaves_job_open": ("R-HST-013", ["HST-011"], "left 1 active job"),
+    "incomplete_as_refusal": ("R-HST-003", ["HST-010"], '"refusal", not "incomplete"'),
+    "gives_up_on_repair": ("R-HST-015", ["HST-004"], "instead of submitting"),
 }
 
 
