@@ -266,8 +266,13 @@ def judge_scenario(argv: Sequence[str], scenario: dict[str, Any], timeout: float
 
 def judge_scenarios(argv: Sequence[str], scenarios: Sequence[dict[str, Any]], *, jobs: int = 2,
                     timeout: float = DEFAULT_TIMEOUT, fork_socket: str | None = None) -> list[Verdict]:  # fmt: skip
+    def judged(scenario: dict[str, Any]) -> Verdict:
+        verdict = judge_scenario(argv, scenario, timeout, fork_socket)
+        verdict.runs = []  # judged: a run can hold megabytes (over-budget texts), a long fuzz run hundreds
+        return verdict
+
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(lambda s: judge_scenario(argv, s, timeout, fork_socket), scenarios))
+        return list(pool.map(judged, scenarios))
 
 
 @contextlib.contextmanager
