@@ -62,13 +62,16 @@ def _shell_host(script: str) -> str:
 
 
 def test_a_host_that_prints_no_reply_breaks_the_contract(tmp_path):
-    report_file = tmp_path / "r.json"
+    report_file, html_file = tmp_path / "r.json", tmp_path / "r.html"
     done = run_judge("--command", _shell_host("echo not json"), "--scenario", str(scenario_path("HST-002")),
-                     "--json", str(report_file), timeout=120)  # fmt: skip
+                     "--json", str(report_file), "--html", str(html_file), timeout=120)  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
     violations = json.loads(report_file.read_text("utf-8"))["scenarios"][0]["violations"]
     assert {(v["rule"], v["level"]) for v in violations} >= {("D-HST-001", "contract")}
-    assert "D-HST-001 (contract) HST-002 outcome: exited 0 without printing a result or error BridgeReply" in done.stdout
+    line = "D-HST-001 (contract) HST-002 outcome: exited 0 without printing a result or error BridgeReply"
+    assert line in done.stdout
+    page = html_file.read_text("utf-8")
+    assert "0 of 1 scenarios pass at normative level" in page and line in page and '<td class="failed">failed</td>' in page
 
 
 def test_a_host_that_prints_an_invented_reply_is_caught(tmp_path):

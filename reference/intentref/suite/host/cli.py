@@ -1,7 +1,7 @@
 """``intentref host``: judge a host of the protocol by what it does (issue 26).
 
     intentref host --command "my-host --server {server} --model {model} --request {request}"
-                   [--scenario FILE ...] [--level normative|reference] [--json F] [--junit F]
+                   [--scenario FILE ...] [--level normative|reference] [--json F] [--junit F] [--html F]
                    [--fuzz --seed N --count K [--out DIR]]
 
 Exit status: 0 when every scenario passes at the chosen level, 1 when one fails, 2 for a
@@ -38,6 +38,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--jobs", type=int, default=2, help="scenarios run at once (default 2)")
     p.add_argument("--json", dest="json_out", metavar="FILE", help="write the JSON report")
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML")
+    p.add_argument("--html", metavar="FILE", help="write an HTML report")
     p.add_argument("--fuzz", action="store_true", help="draw random scenarios (Hypothesis) instead of the catalogue")
     p.add_argument("--seed", type=int, default=0, help="with --fuzz: the seed (the same seed draws the same scenarios)")
     p.add_argument("--count", type=int, default=20, metavar="K", help="with --fuzz: scenarios to draw (default 20)")
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         argv = judge.check_command(args.command)
-        for flag, path in (("--json", args.json_out), ("--junit", args.junit)):
+        for flag, path in (("--json", args.json_out), ("--junit", args.junit), ("--html", args.html)):
             if path and (problem := output_problem(path)):
                 raise judge.UsageProblem(f"{flag} {path}: {problem}")
         if args.timeout <= 0 or args.jobs < 1 or args.count < 1:
@@ -87,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
         write_json(args.json_out, args.command, verdicts, args.level, seconds)
     if args.junit:
         write_junit(args.junit, verdicts, args.level)
+    if args.html:
+        write_html(args.html, args.command, verdicts, args.level, seconds)
     return FAIL_STATUS if any(v.failed(args.level) for v in verdicts) else 0
 
 
@@ -150,3 +153,44 @@ def write_junit(path: str, verdicts: Sequence[Any], level: str) -> None:
     root = ET.Element("testsuites", name="intentref host")
     root.append(suite)
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+
+
+_HTML_STYLE = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2rem auto; max-width: 72rem; padding: 0 1rem; color: #1b1b1b; }
+table { border-collapse: collapse; width: 100%; } th, td { text-align: left; padding: .25rem .5rem; border-bottom: 1px solid #ddd; }
+.passed { color: #11691a; } .failed { color: #b00020; font-weight: 600; }
+code, pre { font: 12px/1.4 ui-monospace, monospace; } pre { background: #f6f6f6; padding: .5rem; white-space: pre-wrap; }
+"""
+
+
+def html_page(command: str, verdicts: Sequence[Any], level: str, seconds: float) -> str:
+    """One self-contained page: the run, a row per scenario, the violation lines of each failure."""
+    from html import escape
+
+    from intentref.suite.host.judge import violation_line
+
+    failed = sum(1 for v in verdicts if v.failed(level))
+    title = f"intentref host: {len(verdicts) - failed} of {len(verdicts)} scenarios pass at {level} level"
+    rows = []
+    details = []
+    for verdict in verdicts:
+        status = "failed" if verdict.failed(level) else "passed"
+        rows.append(f'<tr><td><a href="#{escape(verdict.id)}">{escape(verdict.id)}</a></td>'
+                    f"<td>{escape(str(verdict.scenario['title']))}</td><td class=\"{status}\">{status}</td>"
+                    f"<td>{len(verdict.violations)}</td><td>{verdict.seconds:.1f} s</td></tr>")  # fmt: skip
+        if verdict.violations:
+            lines = "\n".join(violation_line(verdict, w, x) for w, x in verdict.violations)
+            details.append(f'<h3 id="{escape(verdict.id)}">{escape(verdict.id)}</h3><pre>{escape(lines)}</pre>')
+    return (
+        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>{escape(title)}</title>\n'
+        f"<style>{_HTML_STYLE}</style>\n</head>\n<body>\n<h1>{escape(title)}</h1>\n"
+        f"<p>Host: <code>{escape(command)}</code> · {seconds:.1f} s · rules: seed 000's host rules "
+        "(R-HST, normative), the contract (D-HST-001) and the reference host's choices (D-HST, reference).</p>\n"
+        "<table><thead><tr><th>scenario</th><th>title</th><th>status</th><th>violations</th><th>time</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>\n<h2>Violations</h2>\n{''.join(details) or '<p>None.</p>'}\n"
+        "</body>\n</html>\n"
+    )
+
+
+def write_html(path: str, command: str, verdicts: Sequence[Any], level: str, seconds: float) -> None:
+    pathlib.Path(path).write_text(html_page(command, verdicts, level, seconds), "utf-8")
