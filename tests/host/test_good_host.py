@@ -28,3 +28,12 @@ def test_the_python_host_passes_every_scenario_at_reference_level(tmp_path):
     assert f"{len(scenario_ids)} of {len(scenario_ids)} scenarios pass at reference level" in done.stdout
     suite = ET.parse(junit_file).getroot().find("testsuite")
     assert suite is not None and suite.get("tests") == str(len(scenario_ids)) and suite.get("failures") == "0"
+
+
+def test_the_bench_figures_measure_the_judge_beside_the_hosts_own_start_up():
+    from intentref.devtools.bench_host import figures
+
+    per_run, catalogue = figures(smoke=True)
+    assert per_run.name == "host judge per run" and per_run.floor > 0 and per_run.ours > 0
+    assert "FAILED" not in per_run.what  # the good host passed what the bench ran
+    assert catalogue.floor == 60.0 and 0 < catalogue.ours < 60.0
