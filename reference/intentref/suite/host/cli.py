@@ -11,6 +11,7 @@ command-line mistake (reported in one line before anything runs).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import pathlib
 import sys
@@ -28,6 +29,8 @@ def add_parser(sub: Any) -> None:
                        description=__doc__.splitlines()[0] if __doc__ else None)  # fmt: skip
     p.add_argument("--command", required=True, metavar="COMMAND",
                    help="the host's command line with the placeholders {server}, {model} and {request}")  # fmt: skip
+    p.add_argument("--http", action="store_true",
+                   help="serve over streamable HTTP: the command takes {url} instead of {server}")  # fmt: skip
     p.add_argument("--scenario", action="append", default=[], metavar="FILE",
                    help="run this scenario file (repeatable; default: the catalogue conformance/hosts/*.json)")  # fmt: skip
     p.add_argument("--level", choices=("normative", "reference"), default="normative",
@@ -57,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from intentref.suite.host import judge
 
     try:
-        argv = judge.check_command(args.command)
+        argv = judge.check_command(args.command, http=args.http)
         for flag, path in (("--json", args.json_out), ("--junit", args.junit), ("--html", args.html)):
             if path and (problem := output_problem(path)):
                 raise judge.UsageProblem(f"{flag} {path}: {problem}")
@@ -74,14 +77,16 @@ def run(args: argparse.Namespace) -> int:
             from intentref.suite.host import fuzz
 
             return fuzz.run_fuzz(argv, seed=args.seed, count=args.count, out=out, level=args.level,
-                                 timeout=args.timeout, jobs=args.jobs)  # fmt: skip
+                                 timeout=args.timeout, jobs=args.jobs, http=args.http)  # fmt: skip
         paths = [pathlib.Path(p) for p in args.scenario] or judge.catalogue_paths()
         scenarios = judge.load_scenarios(paths)
     except judge.UsageProblem as problem:
         return _usage(str(problem))
     started = time.monotonic()
-    with judge.fork_server() as fork_socket:
-        verdicts = judge.judge_scenarios(argv, scenarios, jobs=args.jobs, timeout=args.timeout, fork_socket=fork_socket)
+    # Over HTTP the judge starts each server itself; the fork server serves {server} only.
+    with contextlib.nullcontext(None) if args.http else judge.fork_server() as fork_socket:
+        verdicts = judge.judge_scenarios(argv, scenarios, jobs=args.jobs, timeout=args.timeout, fork_socket=fork_socket,
+                                         http=args.http)  # fmt: skip
     seconds = time.monotonic() - started
     print_verdicts(verdicts, args.level, seconds)
     if args.json_out:

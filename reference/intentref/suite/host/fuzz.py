@@ -221,7 +221,8 @@ def broken_rules(verdict: Verdict, level: str) -> set[str]:
 
 
 def shrink(argv: Sequence[str], plan: dict[str, Any], rules: set[str], ident: str, *, level: str,
-           timeout: float, budget: int = 30, fork_socket: str | None = None) -> dict[str, Any]:  # fmt: skip
+           timeout: float, budget: int = 30, fork_socket: str | None = None,
+           http: bool = False) -> dict[str, Any]:  # fmt: skip
     """The simplest plan found, within ``budget`` runs, on which the host still breaks one of ``rules``."""
     runs = 0
     improved = True
@@ -234,7 +235,7 @@ def shrink(argv: Sequence[str], plan: dict[str, Any], rules: set[str], ident: st
             if scenario_of(candidate, ident) == current:
                 continue  # simpler on paper, the same scenario in fact (a stage never reached, say)
             runs += 1
-            verdict = judge_scenario(argv, scenario_of(candidate, ident), timeout, fork_socket)
+            verdict = judge_scenario(argv, scenario_of(candidate, ident), timeout, fork_socket, http)
             if broken_rules(verdict, level) & rules:
                 plan, improved = candidate, True
                 break
@@ -245,19 +246,21 @@ def shrink(argv: Sequence[str], plan: dict[str, Any], rules: set[str], ident: st
 
 
 def run_fuzz(argv: Sequence[str], *, seed: int, count: int, out: pathlib.Path, level: str, timeout: float,
-             jobs: int = 2) -> int:  # fmt: skip
+             jobs: int = 2, http: bool = False) -> int:  # fmt: skip
+    import contextlib
+
     from intentref.suite.host.judge import fork_server
 
-    with fork_server() as fork_socket:
+    with contextlib.nullcontext(None) if http else fork_server() as fork_socket:
         return _run_fuzz(argv, seed=seed, count=count, out=out, level=level, timeout=timeout, jobs=jobs,
-                         fork_socket=fork_socket)  # fmt: skip
+                         fork_socket=fork_socket, http=http)  # fmt: skip
 
 
 def _run_fuzz(argv: Sequence[str], *, seed: int, count: int, out: pathlib.Path, level: str, timeout: float,
-              jobs: int, fork_socket: str | None) -> int:  # fmt: skip
+              jobs: int, fork_socket: str | None, http: bool) -> int:  # fmt: skip
     drawn = draw_plans(seed, count)
     scenarios = [scenario_of(plan, f"FUZZ-{seed}-{i + 1}") for i, plan in enumerate(drawn)]
-    verdicts = judge_scenarios(argv, scenarios, jobs=jobs, timeout=timeout, fork_socket=fork_socket)
+    verdicts = judge_scenarios(argv, scenarios, jobs=jobs, timeout=timeout, fork_socket=fork_socket, http=http)
     failing = [(plan, verdict) for plan, verdict in zip(drawn, verdicts, strict=True) if verdict.failed(level)]
     for _, verdict in failing:
         for wording, violation in verdict.violations:
@@ -269,7 +272,7 @@ def _run_fuzz(argv: Sequence[str], *, seed: int, count: int, out: pathlib.Path, 
     plan, verdict = failing[0]
     ident = f"FUZZ-{seed}-shrunk"
     smallest = shrink(argv, plan, broken_rules(verdict, level), ident, level=level, timeout=timeout,
-                      fork_socket=fork_socket)
+                      fork_socket=fork_socket, http=http)
     path = out / f"host-fuzz-seed{seed}.json"
     path.write_text(json.dumps(scenario_of(smallest, ident), ensure_ascii=False, indent=2) + "\n", "utf-8")
     print(f"shrunk {verdict.id} to {path}; replay it with: intentref host --command ... --scenario {path}")

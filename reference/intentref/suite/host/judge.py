@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -30,10 +31,14 @@ from intentref.suite.host.rules import Violation, compare_wordings, judge_run
 from intentref.suite.host.trace import Run, read_timeline
 
 PLACEHOLDERS: Final = ("server", "model", "request")
+# With --http the judge starts the server itself and the host connects to {url} instead.
+HTTP_PLACEHOLDERS: Final = ("url", "model", "request")
 _PLACEHOLDER: Final = re.compile(r"\{([A-Za-z_]+)\}")
 DEFAULT_TIMEOUT: Final = 30.0
 # How long the judge waits, once the host has exited, for a server it started to log its close.
 CLOSE_GRACE: Final = 3.0
+# How long the judge's HTTP server may take to print its URL.
+HTTP_START_SECONDS: Final = 30.0
 # The most of a host's stdout or stderr the judge reads: a reply is far smaller.
 OUTPUT_LIMIT: Final = 16 * 1024 * 1024
 MODEL_SCRIPT: Final = pathlib.Path(__file__).with_name("model.py")
@@ -51,7 +56,7 @@ class UsageProblem(Exception):
 # --------------------------------------------------------------------------- the command line
 
 
-def check_command(command: str) -> list[str]:
+def check_command(command: str, http: bool = False) -> list[str]:
     """The host's argv template, or UsageProblem saying what is wrong with ``command``."""
     try:
         argv = shlex.split(command)
@@ -60,14 +65,16 @@ def check_command(command: str) -> list[str]:
     if not argv:
         raise UsageProblem("--command is empty")
     used = {name for token in argv for name in _PLACEHOLDER.findall(token)}
-    unknown = sorted(used - set(PLACEHOLDERS))
+    wanted = HTTP_PLACEHOLDERS if http else PLACEHOLDERS
+    unknown = sorted(used - set(wanted))
     if unknown:
-        raise UsageProblem(f"--command has an unknown placeholder {{{unknown[0]}}}; the placeholders are "
-                           + ", ".join(f"{{{p}}}" for p in PLACEHOLDERS))  # fmt: skip
-    missing = [p for p in PLACEHOLDERS if p not in used]
+        mode = " with --http" if http else ""
+        raise UsageProblem(f"--command has an unknown placeholder {{{unknown[0]}}}; the placeholders{mode} are "
+                           + ", ".join(f"{{{p}}}" for p in wanted))  # fmt: skip
+    missing = [p for p in wanted if p not in used]
     if missing:
         raise UsageProblem(f"--command lacks the placeholder {{{missing[0]}}}: the host needs "
-                           + {"server": "the server to start", "model": "the model to run",
+                           + {"server": "the server to start", "url": "the server's URL", "model": "the model to run",
                               "request": "the request file"}[missing[0]])  # fmt: skip
     program = argv[0]
     if _PLACEHOLDER.search(program):
@@ -159,6 +166,32 @@ def placeholder_values(folder: pathlib.Path, scenario: dict[str, Any], wording: 
     return {"server": shlex.join(server), "model": shlex.join(model), "request": str(request)}
 
 
+def _start_http_server(server_command: str) -> tuple[subprocess.Popen[str], str]:
+    """The judge's server over HTTP (D-HST-010), and the URL it printed."""
+    process = subprocess.Popen([*shlex.split(server_command), "--http"], stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                               start_new_session=True)  # fmt: skip
+    line: list[str] = []
+    reader = threading.Thread(target=lambda: line.append(process.stdout.readline() if process.stdout else ""))
+    reader.start()
+    reader.join(HTTP_START_SECONDS)
+    if not line or not line[0].startswith("url "):
+        _stop(process)
+        raise RuntimeError("the judge's HTTP server did not start")
+    return process, line[0].split(" ", 1)[1].strip()
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    """SIGTERM (uvicorn's graceful stop ends every session and so logs its close), then SIGKILL."""
+    with contextlib.suppress(ProcessLookupError):
+        process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -179,10 +212,13 @@ def _head(path: pathlib.Path, limit: int = OUTPUT_LIMIT) -> bytes:
 
 
 def run_scenario(argv: Sequence[str], scenario: dict[str, Any], wording: str, timeout: float = DEFAULT_TIMEOUT,
-                 fork_socket: str | None = None) -> Run:  # fmt: skip
+                 fork_socket: str | None = None, http: bool = False) -> Run:  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="intentref-host-") as name:
         folder = pathlib.Path(name)
-        values = placeholder_values(folder, scenario, wording, fork_socket)
+        values = placeholder_values(folder, scenario, wording, None if http else fork_socket)
+        http_server = None
+        if http:
+            http_server, values["url"] = _start_http_server(values["server"])
         host_argv = [_PLACEHOLDER.sub(lambda m: values[m.group(1)], token) for token in argv]
         started = time.monotonic()
         # Files, not pipes: the host's end is its exit, even if a child of it keeps the
@@ -216,6 +252,8 @@ def run_scenario(argv: Sequence[str], scenario: dict[str, Any], wording: str, ti
         # open, say) is not the judge's to keep either.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
+        if http_server is not None:
+            _stop(http_server)
         timeline, connections = read_timeline(server_log, model_log)
         return Run(
             scenario_id=scenario["id"], wording=wording, timeline=timeline, connections=connections,
@@ -252,10 +290,10 @@ def wordings_of(scenario: dict[str, Any]) -> list[str]:
 
 
 def judge_scenario(argv: Sequence[str], scenario: dict[str, Any], timeout: float = DEFAULT_TIMEOUT,
-                   fork_socket: str | None = None) -> Verdict:  # fmt: skip
+                   fork_socket: str | None = None, http: bool = False) -> Verdict:  # fmt: skip
     verdict = Verdict(scenario)
     for wording in wordings_of(scenario):
-        run = run_scenario(argv, scenario, wording, timeout, fork_socket)
+        run = run_scenario(argv, scenario, wording, timeout, fork_socket, http)
         verdict.runs.append(run)
         verdict.seconds += run.seconds
         verdict.violations.extend((wording, v) for v in judge_run(run, scenario.get("expect")))
@@ -265,9 +303,10 @@ def judge_scenario(argv: Sequence[str], scenario: dict[str, Any], timeout: float
 
 
 def judge_scenarios(argv: Sequence[str], scenarios: Sequence[dict[str, Any]], *, jobs: int = 2,
-                    timeout: float = DEFAULT_TIMEOUT, fork_socket: str | None = None) -> list[Verdict]:  # fmt: skip
+                    timeout: float = DEFAULT_TIMEOUT, fork_socket: str | None = None,
+                    http: bool = False) -> list[Verdict]:  # fmt: skip
     def judged(scenario: dict[str, Any]) -> Verdict:
-        verdict = judge_scenario(argv, scenario, timeout, fork_socket)
+        verdict = judge_scenario(argv, scenario, timeout, fork_socket, http)
         verdict.runs = []  # judged: a run can hold megabytes (over-budget texts), a long fuzz run hundreds
         return verdict
 
