@@ -1,6 +1,7 @@
 """A host on the Python MCP SDK that follows every host rule of seed 000.
 
     python python_host.py --server "SERVER COMMAND" --model "MODEL COMMAND" --request FILE
+    python python_host.py --url URL --model "MODEL COMMAND" --request FILE      (streamable HTTP)
 
 It is the README's host loop (tests/mcp/host_loop_example.py) carried through to every
 rule ``intentref host`` judges (R-HST-001 … R-HST-015) and the reference's own choices
@@ -48,8 +49,9 @@ def utf8_prefix(text: str, limit: int = DETAIL_LIMIT) -> str:
 
 
 class Host:
-    def __init__(self, server: str, model: str, request: dict[str, Any]) -> None:
+    def __init__(self, server: str, model: str, request: dict[str, Any], url: str | None = None) -> None:
         self.server = shlex.split(server)
+        self.url = url
         self.model = shlex.split(model)
         self.request = request
         self.client: Any = None
@@ -150,8 +152,8 @@ class Host:
     async def main(self) -> dict[str, Any] | None:
         failure: Exception | None = None
         reply: dict[str, Any] | None = None
-        params = StdioServerParameters(command=self.server[0], args=self.server[1:])
-        async with Client(params) as client:  # one connection; leaving it ends the server (R-HST-013)
+        target: Any = self.url or StdioServerParameters(command=self.server[0], args=self.server[1:])
+        async with Client(target) as client:  # one connection; leaving it ends the server (R-HST-013)
             self.client = client
             try:
                 reply = await self.loop()
@@ -166,13 +168,15 @@ class Host:
 
 def main(host_class: type[Host] = Host, argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="a host of the intent-runtime protocol")
-    parser.add_argument("--server", required=True)
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--server", help="the MCP server's command line (stdio)")
+    where.add_argument("--url", help="the MCP server's URL (streamable HTTP)")
     parser.add_argument("--model", required=True)
     parser.add_argument("--request", required=True)
     args = parser.parse_args(argv)
     with open(args.request, encoding="utf-8") as file:
         request = json.load(file)
-    reply = asyncio.run(host_class(args.server, args.model, request).main())
+    reply = asyncio.run(host_class(args.server or "", args.model, request, args.url).main())
     if reply is None:
         return 1
     print(json.dumps(reply, ensure_ascii=False))

@@ -1,6 +1,7 @@
 // A host of the intent-runtime protocol on the TypeScript SDK's Client, following every host rule.
 //
 //   node ts_host.mjs --server "SERVER COMMAND" --model "MODEL COMMAND" --request FILE
+//   node ts_host.mjs --url URL --model "MODEL COMMAND" --request FILE      (streamable HTTP)
 //
 // The contract of `intentref host` (conformance/host-contract.schema.json, D-HST-001): start the
 // server over stdio, prepare with the request file's PrepareRequest, run the model once per
@@ -13,6 +14,7 @@ import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
 const DETAIL_LIMIT = 2048; // UTF-8 bytes (seed 000 "工具与 session 方法")
 const SIZE_RETRIES = 3; // D-HST-004
@@ -80,8 +82,7 @@ function isSizeRejection(reply) {
   );
 }
 
-async function host(serverLine, modelLine, request) {
-  const [command, ...args] = splitCommand(serverLine);
+async function host(serverLine, url, modelLine, request) {
   const model = splitCommand(modelLine);
   const client = new Client({ name: "intentref-ts-host", version: "0.0.0" });
   const tasks = [];
@@ -113,7 +114,14 @@ async function host(serverLine, modelLine, request) {
     return call("intent_accept", { jobId: task.jobId, stepToken: task.stepToken, candidateText: text });
   }
 
-  await client.connect(new StdioClientTransport({ command, args, stderr: "inherit" }));
+  let transport;
+  if (url) {
+    transport = new StreamableHTTPClientTransport(new URL(url));
+  } else {
+    const [command, ...args] = splitCommand(serverLine);
+    transport = new StdioClientTransport({ command, args, stderr: "inherit" });
+  }
+  await client.connect(transport);
   try {
     let reply = await call("intent_prepare", request);
     while (reply.kind === "task") {
@@ -134,18 +142,22 @@ async function host(serverLine, modelLine, request) {
     process.stderr.write(`host: stopped without a reply: ${error.message}\n`);
     return null;
   } finally {
-    await client.close(); // R-HST-013: closing the connection releases whatever is still active
+    // R-HST-013: ending the session (HTTP) or the connection releases whatever is still active.
+    if (url) await transport.terminateSession().catch(() => {});
+    await client.close();
   }
 }
 
-function option(name) {
+function option(name, required = true) {
   const index = process.argv.indexOf(name);
-  if (index < 0 || index + 1 >= process.argv.length) throw new Error(`usage: node ts_host.mjs --server S --model M --request FILE (missing ${name})`);
-  return process.argv[index + 1];
+  if (index >= 0 && index + 1 < process.argv.length) return process.argv[index + 1];
+  if (required) throw new Error(`usage: node ts_host.mjs (--server S | --url U) --model M --request FILE (missing ${name})`);
+  return null;
 }
 
 const request = JSON.parse(readFileSync(option("--request"), "utf8"));
-const reply = await host(option("--server"), option("--model"), request);
+const url = option("--url", false);
+const reply = await host(url ? null : option("--server"), url, option("--model"), request);
 if (reply === null) {
   process.exitCode = 1;
 } else {
