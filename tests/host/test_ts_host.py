@@ -26,3 +26,19 @@ def test_the_typescript_host_passes_every_scenario_at_reference_level(tmp_path):
     assert len(report["scenarios"]) == len(list(CATALOGUE.glob("*.json")))
     assert [v for s in report["scenarios"] for v in s["violations"]] == []
     assert all(s["status"] == "passed" for s in report["scenarios"])
+
+
+def test_over_stdio_the_two_sdks_speak_different_eras():
+    """The Python SDK's Client negotiates the 2026-07-28 era, the TypeScript SDK's the handshake era."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    from intentref.suite.host.judge import check_command, judge_scenario, load_scenario
+    from tests.host.host_support import PYTHON_HOST, python_command, scenario_path
+
+    ts = f"{shlex.quote(str(NODE))} {shlex.quote(str(NODE_DIR / 'ts_host.mjs'))} --server {{server}} --model {{model}} --request {{request}}"
+    eras = {}
+    for name, command in (("python", python_command(PYTHON_HOST)), ("typescript", ts)):
+        verdict = judge_scenario(check_command(command), load_scenario(scenario_path("HST-001")))
+        assert verdict.violations == []
+        eras[name] = {call.protocol in MODERN_PROTOCOL_VERSIONS for run in verdict.runs for call in run.calls}
+    assert eras == {"python": {True}, "typescript": {False}}

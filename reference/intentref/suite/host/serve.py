@@ -120,7 +120,8 @@ def build_server(connections: ConnectionResolver | Any, recorder: Recorder, beha
         calls[name] = number = calls.get(name, 0) + 1
         arguments = dict(params.arguments or {})
         fault = faults.get(number)
-        record = {"call": number, "tool": params.name, "arguments": arguments, "fault": fault}
+        record = {"call": number, "tool": params.name, "arguments": arguments, "fault": fault,
+                  "protocol": ctx.protocol_version}  # fmt: skip
         if fault == "jsonrpc_error":
             recorder.write("call", name, **record, reply=None, active=_active_jobs(session))
             raise MCPError(FAULT_RPC_CODE, "the call was refused by the protocol layer (scripted fault)")

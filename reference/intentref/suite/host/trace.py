@@ -25,6 +25,7 @@ class Call:
     fault: str | None
     active: list[str]  # the connection's jobs still active after the call
     t: float
+    protocol: str | None = None  # the MCP protocol version the call came in (which era)
 
     @property
     def job_id(self) -> str | None:
@@ -132,6 +133,7 @@ def read_timeline(
                 connection=name, number=int(record.get("call", 0)), tool=str(record.get("tool")),
                 arguments=arguments if isinstance(arguments, dict) else {}, reply=record.get("reply"),
                 fault=record.get("fault"), active=list(record.get("active") or []), t=float(record.get("t", 0)),
+                protocol=record.get("protocol"),
             ))  # fmt: skip
     for record in _json_lines(model_log):
         events.append(ModelRun(
