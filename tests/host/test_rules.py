@@ -128,3 +128,17 @@ def test_helpers():
     assert not same_candidate('{"a":1}', '{"a": 1, "b": 2}')
     assert not same_candidate(None, "{}")
     assert same_candidate("not json", "not json") and not same_candidate("not json ", "not json")
+
+
+def test_output_nested_past_pythons_limit_is_judged_not_a_crash():
+    clock = Clock()
+    deep = "[" * 100_000 + "]" * 100_000
+    timeline = [
+        call(clock, 1, "intent_prepare", {"instance": "x", "input": "y"}, TASK, ["J"]),
+        model(clock, 0, TASK, deep),
+        call(clock, 2, "intent_accept", {"jobId": "J", "stepToken": "T1", "candidateText": deep}, RESULT, []),
+    ]
+    run = run_of(timeline, 0, deep)
+    rules = {v.rule for v in judge_run(run, {"outcome": "result"})}
+    assert "D-HST-001" in rules  # printed something that is not a reply
+    assert "R-HST-014" not in rules  # the same text as the model's, compared as text

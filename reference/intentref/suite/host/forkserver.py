@@ -22,6 +22,7 @@ import gc
 import importlib
 import json
 import os
+import selectors
 import signal
 import socket
 import sys
@@ -84,7 +85,7 @@ class ServeForkServer(Zygote):
             os.close(fd)  # only the child may hold the server's pipes, or EOF never comes
         self._children[pid] = conn
         conn.sendall(f"{pid}\n".encode())
-        self._selector.register(conn, __import__("selectors").EVENT_READ, pid)
+        self._selector.register(conn, selectors.EVENT_READ, pid)
 
 
 def main(argv: list[str]) -> int:

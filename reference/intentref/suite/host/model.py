@@ -69,7 +69,7 @@ def main(argv: list[str]) -> int:
         text, status = answer(behaviour)
         try:
             task = json.loads(stdin)
-        except ValueError:
+        except (ValueError, RecursionError):
             task = None
         record = {"run": index, "t": time.time(), "stdin": stdin if task is None else None, "task": task,
                   "behaviour": behaviour, "stdout": text, "exit": status, "pid": os.getpid()}  # fmt: skip

@@ -106,7 +106,7 @@ def _json_lines(path: pathlib.Path) -> list[dict[str, Any]]:
     for line in path.read_text("utf-8", errors="replace").splitlines():
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue  # a line cut short by a killed process tells nothing reliable
         if isinstance(record, dict):
             records.append(record)
