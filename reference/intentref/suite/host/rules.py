@@ -48,9 +48,14 @@ def same_candidate(submitted: Any, produced: str) -> bool:
     if not isinstance(submitted, str):
         return False
     try:
-        return bool(json.loads(submitted) == json.loads(produced))
+        # Canonical text, not ==: to Python 1 == 1.0 == true, to JSON they are three values.
+        return _canonical(json.loads(submitted)) == _canonical(json.loads(produced))
     except (ValueError, RecursionError):
         return submitted == produced
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 def utf8_prefix(text: str, limit: int = DETAIL_LIMIT) -> str:
