@@ -126,7 +126,8 @@ def test_helpers():
     assert utf8_prefix("a" * 2048) == "a" * 2048
     assert same_candidate('{"b":2,"a":1}', '{"a": 1, "b": 2}')
     assert not same_candidate('{"a":1}', '{"a": 1, "b": 2}')
-    assert not same_candidate('{"a":true}', '{"a": 1}') and not same_candidate('{"a":1.0}', '{"a": 1}')
+    assert not same_candidate('{"a":true}', '{"a": 1}') and not same_candidate('{"a":"1"}', '{"a": 1}')
+    assert same_candidate('{"a":1}', '{"a": 1.0}')  # JSON.stringify(JSON.parse("1.0")) is "1"
     assert not same_candidate(None, "{}")
     assert same_candidate("not json", "not json") and not same_candidate("not json ", "not json")
 

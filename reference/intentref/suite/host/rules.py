@@ -48,14 +48,26 @@ def same_candidate(submitted: Any, produced: str) -> bool:
     if not isinstance(submitted, str):
         return False
     try:
-        # Canonical text, not ==: to Python 1 == 1.0 == true, to JSON they are three values.
+        # Canonical text, not ==: to Python 1 == true, to JSON they are two values.
         return _canonical(json.loads(submitted)) == _canonical(json.loads(produced))
     except (ValueError, RecursionError):
         return submitted == produced
 
 
 def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(_numbers_as_javascript(value), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def _numbers_as_javascript(value: Any) -> Any:
+    # 1.0 and 1 are one number to JavaScript, whose JSON.stringify of a parsed 1.0 gives 1:
+    # a host in JavaScript that re-serialises a candidate has not changed it.
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, list):
+        return [_numbers_as_javascript(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _numbers_as_javascript(item) for key, item in value.items()}
+    return value
 
 
 def utf8_prefix(text: str, limit: int = DETAIL_LIMIT) -> str:
