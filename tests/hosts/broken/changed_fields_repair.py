@@ -18,9 +18,13 @@ class ChangedFieldsHost(Host):
     last_candidate: dict[str, Any] | None = None
 
     def accept_arguments(self, task: dict[str, Any], candidate_text: str) -> dict[str, Any]:
-        candidate = json.loads(candidate_text)
+        try:
+            candidate = json.loads(candidate_text)
+        except ValueError:
+            candidate = None  # not an object: nothing to diff, sent as it is
         submitted = candidate_text
-        if "repair" in json.loads(task["payload"]) and self.last_candidate is not None:
+        repair = "repair" in json.loads(task["payload"])
+        if repair and isinstance(candidate, dict) and isinstance(self.last_candidate, dict):
             changed = {k: v for k, v in candidate.items() if self.last_candidate.get(k) != v}
             submitted = json.dumps(changed, ensure_ascii=False)
         self.last_candidate = candidate
