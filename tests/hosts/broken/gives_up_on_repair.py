@@ -17,7 +17,12 @@ class GivesUpOnRepairHost(Host):
     async def answer(self, task: dict[str, Any]) -> dict[str, Any]:
         if "repair" not in json.loads(task["payload"]):
             return await super().answer(task)
-        await self.run_model(task)  # it asks for the repaired candidate, then throws it away
+        answer = await self.run_model(task)
+        if answer.status in (3, 4):
+            return await self.declined(task, answer)
+        if answer.status != 0:
+            raise ModelFailed(f"the model exited {answer.status}")
+        # It has the repaired candidate, and throws it away.
         return await self.call("intent_cancel", {"jobId": task["jobId"], "outcome": "cancelled"})
 
 
