@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from python_host import Host, main
+from python_host import Host, ModelFailed, main
 
 
 class GivesUpOnRepairHost(Host):
