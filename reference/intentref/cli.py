@@ -80,6 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
     levels.add_parser(sub)
     matrix.add_parser(sub)
 
+    from intentref.suite.host import cli as host_cli  # argparse only; the judge loads when run
+
+    host_cli.add_parser(sub)
+
     p = sub.add_parser("conformance", help="run the conformance suite against a target",
                        description=conformance_cli.__doc__.splitlines()[0] if conformance_cli.__doc__ else None)  # fmt: skip
     conformance_cli.add_arguments(p)

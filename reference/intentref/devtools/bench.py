@@ -105,6 +105,12 @@ def _registry() -> dict[str, Callable[[bool], list[Figure]]]:
         benches["conformance"] = conformance_figures
     except ImportError:  # pragma: no cover
         pass
+    try:
+        from intentref.devtools.bench_host import figures as host_figures
+
+        benches["host"] = host_figures
+    except ImportError:  # pragma: no cover
+        pass
     return benches
 
 

