@@ -39,7 +39,7 @@ def test_every_command_the_readme_shows_exists():
 def test_the_readme_follows_a_users_day():
     # The two commands, the suite against your implementation, the MCP server, the in-process
     # API, properties / fuzz / check, development; the long tables live on linked spec/ pages.
-    order = ["<!-- test-command -->", "## Run the suite against your implementation", "## MCP server",
+    order = ["<!-- test-command -->", "## Run the suite against your implementation", "## Test your host", "## MCP server",
              "## The in-process API", "## Properties, fuzz cases and offline checks", "## Development"]  # fmt: skip
     at = [README.index(f"\n{heading}\n") if heading.startswith("#") else README.index(heading) for heading in order]
     assert at == sorted(at), [order[i] for i in range(len(at)) if at[i] != sorted(at)[i]]
