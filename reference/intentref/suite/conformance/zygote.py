@@ -123,12 +123,16 @@ class Zygote:
         sys.stdout.flush()
         pid = os.fork()
         if pid == 0:
-            _child(list(header["argv"]), str(header["cwd"]), fds)
+            self.run_child(list(header["argv"]), str(header["cwd"]), fds)
         for fd in fds:
             os.close(fd)  # only the child may hold the server's pipes, or EOF never comes
         self._children[pid] = conn
         conn.sendall(f"{pid}\n".encode())
         self._selector.register(conn, selectors.EVENT_READ, pid)
+
+    def run_child(self, argv: list[str], cwd: str, fds: list[int]) -> None:
+        """In the forked child: serve on ``fds`` as the reference server with ``argv``; never returns."""
+        _child(argv, cwd, fds)
 
     def _drain_wakeups(self) -> None:
         try:

@@ -20,11 +20,8 @@ from __future__ import annotations
 import contextlib
 import gc
 import importlib
-import json
 import os
-import selectors
 import signal
-import socket
 import sys
 from typing import Final
 
@@ -67,25 +64,10 @@ def _serve_child(argv: list[str], cwd: str, fds: list[int]) -> None:
 
 
 class ServeForkServer(Zygote):
-    def _accept(self) -> None:
-        conn, _ = self._listener.accept()
-        try:
-            message, fds, _, _ = socket.recv_fds(conn, 1 << 16, 3)
-            header = json.loads(message.decode("utf-8"))
-            if len(fds) != 3:
-                raise ValueError("a launcher must pass exactly stdin, stdout and stderr")
-        except (OSError, ValueError):
-            conn.close()
-            return
-        sys.stdout.flush()
-        pid = os.fork()
-        if pid == 0:
-            _serve_child(list(header["argv"]), str(header["cwd"]), fds)
-        for fd in fds:
-            os.close(fd)  # only the child may hold the server's pipes, or EOF never comes
-        self._children[pid] = conn
-        conn.sendall(f"{pid}\n".encode())
-        self._selector.register(conn, selectors.EVENT_READ, pid)
+    """The conformance zygote's protocol; only the child differs: it runs the judge's server."""
+
+    def run_child(self, argv: list[str], cwd: str, fds: list[int]) -> None:
+        _serve_child(argv, cwd, fds)
 
 
 def main(argv: list[str]) -> int:
