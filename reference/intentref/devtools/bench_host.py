@@ -17,29 +17,39 @@ import time
 
 from intentref.devtools.figure import Figure
 
-_HOST = pathlib.Path(__file__).resolve().parents[3] / "tests" / "hosts" / "python_host.py"
+_HOST_IN_CHECKOUT = pathlib.Path("tests") / "hosts" / "python_host.py"
+
+
+def _host() -> pathlib.Path | None:
+    """The reference Python host of a checkout: the one benchmarks run from (the working
+    folder), else the one this module sits in (an editable install).  A wheel has no tests/."""
+    for root in (pathlib.Path.cwd(), pathlib.Path(__file__).resolve().parents[3]):
+        if (root / _HOST_IN_CHECKOUT).is_file():
+            return root / _HOST_IN_CHECKOUT
+    return None
 CATALOGUE_TARGET_SECONDS = 60.0
 
 
-def _host_start_seconds(repeats: int) -> float:
+def _host_start_seconds(host: pathlib.Path, repeats: int) -> float:
     samples = []
     for _ in range(repeats):
         started = time.perf_counter()
-        subprocess.run([sys.executable, str(_HOST), "--help"], capture_output=True, check=True)
+        subprocess.run([sys.executable, str(host), "--help"], capture_output=True, check=True)
         samples.append(time.perf_counter() - started)
     return sorted(samples)[len(samples) // 2]
 
 
 def figures(smoke: bool) -> list[Figure]:
-    if not _HOST.exists():  # an installed wheel has no tests/: nothing to measure against
+    host = _host()
+    if host is None:  # an installed wheel run outside a checkout: no host to measure against
         return []
     from intentref.suite.host import judge
 
-    argv = judge.check_command(f"{shlex.quote(sys.executable)} {shlex.quote(str(_HOST))} "
+    argv = judge.check_command(f"{shlex.quote(sys.executable)} {shlex.quote(str(host))} "
                                "--server {server} --model {model} --request {request}")  # fmt: skip
     scenarios = judge.load_scenarios(judge.catalogue_paths()[: 2 if smoke else None])
     runs = sum(len(judge.wordings_of(s)) for s in scenarios)
-    start = _host_start_seconds(1 if smoke else 3)
+    start = _host_start_seconds(host, 1 if smoke else 3)
     started = time.perf_counter()
     with judge.fork_server() as fork_socket:
         verdicts = judge.judge_scenarios(argv, scenarios, jobs=2, fork_socket=fork_socket)
