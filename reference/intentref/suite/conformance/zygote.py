@@ -28,6 +28,7 @@ import selectors
 import signal
 import socket
 import sys
+from collections.abc import Callable
 from typing import Any, Final
 
 READY: Final = "intentref-zygote ready"
@@ -43,8 +44,9 @@ _SERVING_MODULES: Final = (
 )
 
 
-def _child(argv: list[str], cwd: str, fds: list[int]) -> None:
-    """In the forked child: become ``intent-runtime-mcp ARGV`` on the pipes the client passed."""
+def become_child(cwd: str, fds: list[int], main: Callable[[], int]) -> None:
+    """In a forked child: take the client's pipes as stdin/stdout/stderr, run ``main`` in
+    ``cwd`` and exit with its status; never returns."""
     for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, signal.SIG_DFL)
     signal.set_wakeup_fd(-1)
@@ -56,10 +58,7 @@ def _child(argv: list[str], cwd: str, fds: list[int]) -> None:
     code = 1
     try:
         os.chdir(cwd)
-        from intentref.mcp import cli as mcp_cli
-
-        sys.argv = [mcp_cli.PROG, *argv]
-        code = mcp_cli.main(argv)
+        code = main()
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:
@@ -71,6 +70,18 @@ def _child(argv: list[str], cwd: str, fds: list[int]) -> None:
             with contextlib.suppress(Exception):
                 stream.flush()
         os._exit(code)  # never run the zygote's own clean-up in a child
+
+
+def _child(argv: list[str], cwd: str, fds: list[int]) -> None:
+    """In the forked child: become ``intent-runtime-mcp ARGV`` on the pipes the client passed."""
+
+    def serve() -> int:
+        from intentref.mcp import cli as mcp_cli
+
+        sys.argv = [mcp_cli.PROG, *argv]
+        return mcp_cli.main(argv)
+
+    become_child(cwd, fds, serve)
 
 
 class Zygote:

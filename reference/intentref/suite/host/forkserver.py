@@ -17,15 +17,12 @@ pid and later its exit status.  Only the child differs: it runs ``serve.main(arg
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import importlib
-import os
-import signal
 import sys
 from typing import Final
 
-from intentref.suite.conformance.zygote import Zygote
+from intentref.suite.conformance.zygote import Zygote, become_child
 
 _PRELOADED: Final = (
     "intentref.suite.host.serve",
@@ -38,29 +35,13 @@ _PRELOADED: Final = (
 
 def _serve_child(argv: list[str], cwd: str, fds: list[int]) -> None:
     """In the forked child: become the judge's server on the launcher's descriptors."""
-    for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(signum, signal.SIG_DFL)
-    signal.set_wakeup_fd(-1)
-    for target, fd in zip((0, 1, 2), fds, strict=True):
-        os.dup2(fd, target)
-    os.closerange(3, os.sysconf("SC_OPEN_MAX") if os.sysconf("SC_OPEN_MAX") > 0 else 65536)
-    code = 1
-    try:
-        os.chdir(cwd)
-        from intentref.suite.host import serve
 
-        code = serve.main(argv)
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    except BaseException:
-        import traceback
+    def serve() -> int:
+        from intentref.suite.host import serve as judge_server
 
-        traceback.print_exc()
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
-        os._exit(code)
+        return judge_server.main(argv)
+
+    become_child(cwd, fds, serve)
 
 
 class ServeForkServer(Zygote):

@@ -27,8 +27,14 @@ from mcp import Client
 
 from intentref.bridge import create_intent_bridge
 from intentref.suite.host import model as scripted
-from intentref.suite.host.judge import DEFAULT_TIMEOUT, Verdict, catalogue_paths, load_scenario, wordings_of
-from intentref.suite.host.rules import compare_wordings, judge_run
+from intentref.suite.host.judge import (
+    DEFAULT_TIMEOUT,
+    Verdict,
+    catalogue_paths,
+    load_scenario,
+    verdict_of,
+    wordings_of,
+)
 from intentref.suite.host.serve import Recorder, _active_jobs, build_server, suite_instances
 from intentref.suite.host.trace import Run, read_timeline
 
@@ -108,15 +114,8 @@ def scenario_by_id(ident: str) -> dict[str, Any]:
 async def judge_in_process_async(host: HostCoroutine, scenario: dict[str, Any] | str,
                                  timeout: float = DEFAULT_TIMEOUT) -> Verdict:  # fmt: skip
     chosen = scenario_by_id(scenario) if isinstance(scenario, str) else scenario
-    verdict = Verdict(chosen)
-    for wording in wordings_of(chosen):
-        run = await run_in_process(host, chosen, wording, timeout)
-        verdict.runs.append(run)
-        verdict.seconds += run.seconds
-        verdict.violations.extend((wording, v) for v in judge_run(run, chosen.get("expect")))
-    if len(verdict.runs) == 2:
-        verdict.violations.extend(("alternate", v) for v in compare_wordings(*verdict.runs))
-    return verdict
+    return verdict_of(chosen, [(wording, await run_in_process(host, chosen, wording, timeout))
+                               for wording in wordings_of(chosen)])  # fmt: skip
 
 
 def judge_in_process(host: HostCoroutine, scenario: dict[str, Any] | str, timeout: float = DEFAULT_TIMEOUT) -> Verdict:

@@ -289,17 +289,23 @@ def wordings_of(scenario: dict[str, Any]) -> list[str]:
     return ["reference", "alternate"] if wanted == "both" else [wanted]
 
 
-def judge_scenario(argv: Sequence[str], scenario: dict[str, Any], timeout: float = DEFAULT_TIMEOUT,
-                   fork_socket: str | None = None, http: bool = False) -> Verdict:  # fmt: skip
+def verdict_of(scenario: dict[str, Any], runs: Sequence[tuple[str, Run]]) -> Verdict:
+    """The verdict on ``scenario`` from its runs, one per wording: each run's rules, then the
+    two wordings against each other (D-HST-008).  Every way of running a host ends here."""
     verdict = Verdict(scenario)
-    for wording in wordings_of(scenario):
-        run = run_scenario(argv, scenario, wording, timeout, fork_socket, http)
+    for wording, run in runs:
         verdict.runs.append(run)
         verdict.seconds += run.seconds
         verdict.violations.extend((wording, v) for v in judge_run(run, scenario.get("expect")))
     if len(verdict.runs) == 2:
         verdict.violations.extend(("alternate", v) for v in compare_wordings(*verdict.runs))
     return verdict
+
+
+def judge_scenario(argv: Sequence[str], scenario: dict[str, Any], timeout: float = DEFAULT_TIMEOUT,
+                   fork_socket: str | None = None, http: bool = False) -> Verdict:  # fmt: skip
+    return verdict_of(scenario, [(wording, run_scenario(argv, scenario, wording, timeout, fork_socket, http))
+                                 for wording in wordings_of(scenario)])  # fmt: skip
 
 
 def judge_scenarios(argv: Sequence[str], scenarios: Sequence[dict[str, Any]], *, jobs: int = 2,
