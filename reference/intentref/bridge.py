@@ -30,7 +30,7 @@ from typing import Any, Final, NamedTuple
 
 from intentref.core import jsonpointer
 from intentref.core.errors import CANCEL_CODES, IntentParseError, Issue, error, self_issue
-from intentref.core.job import Job, Outcome, Task
+from intentref.core.job import Job, Outcome
 from intentref.core.jsontext import dumps_compact, json_type_name
 from intentref.core.limits import (
     DEFAULT_MAX_JOBS,
@@ -42,6 +42,8 @@ from intentref.core.limits import (
     well_formed,
 )
 from intentref.core.policy import REFERENCE_POLICY, Policy
+from intentref.core.task import Task
+from intentref.core.writer import Writer
 from intentref.intent import Intent
 
 BridgeReply = dict[str, Any]
@@ -127,36 +129,30 @@ def read_bridge_config(config: Any, policy: Policy = REFERENCE_POLICY, store: ty
 # --------------------------------------------------------------------------- replies
 
 
-def _error_reply(exc: IntentParseError) -> BridgeReply:
+def _error_reply(exc: IntentParseError, writer: Writer) -> BridgeReply:
     """The one place an IntentParseError becomes a BridgeReply (spec: R-RPY-004)."""
-    return {"kind": "error", "error": exc.to_json()}
+    return {"kind": "error", "error": writer.error(exc)}
 
 
-def _task_reply(job_id: str, token: str, task: Task, expires_at: str | None) -> BridgeReply:
+def _task_reply(job_id: str, token: str, task: Task, expires_at: str | None, writer: Writer) -> BridgeReply:
     # spec: R-RPY-002 -- the members in the seed's order; expiresAt last and only with a TTL.
-    reply: BridgeReply = {
-        "kind": "task",
-        "jobId": job_id,
-        "stepToken": token,
-        "stage": task.stage,
-        "instructions": task.instructions,
-        "payload": task.payload,
-        "format": task.format,
-    }
+    reply: BridgeReply = {"kind": "task", "jobId": job_id, "stepToken": token, "stage": task.stage,
+                          **writer.model_request(task)}  # fmt: skip
     if expires_at is not None:  # spec: R-RPY-008, R-RPY-009
         reply["expiresAt"] = expires_at
     return reply
 
 
-def _outcome_reply(job_id: str, outcome: Outcome, expires_at: str | None) -> tuple[BridgeReply, str | None]:
+def _outcome_reply(job_id: str, outcome: Outcome, expires_at: str | None,
+                   writer: Writer) -> tuple[BridgeReply, str | None]:  # fmt: skip
     """The reply to a judged submission, and the new stepToken when it is a task."""
     if outcome.task is not None:
         token = _new_token()  # spec: R-LIF-011 -- every new step has its own token
-        return _task_reply(job_id, token, outcome.task, expires_at), token
+        return _task_reply(job_id, token, outcome.task, expires_at, writer), token
     if outcome.result is not None:
         return {"kind": "result", "result": outcome.result}, None
     assert outcome.failure is not None
-    return _error_reply(outcome.failure), None
+    return _error_reply(outcome.failure, writer), None
 
 
 def stored_reply(reply: BridgeReply) -> bytes:
@@ -475,7 +471,7 @@ class JobStore:
         if options.job_ttl_ms:
             expires_at = iso_timestamp(self.wall_clock() + options.job_ttl_ms)
             deadline = now + options.job_ttl_ms
-        first = stored_reply(_task_reply(job_id, token, job.task, expires_at))
+        first = stored_reply(_task_reply(job_id, token, job.task, expires_at, self.policy.writer))
         # counted while active; the task itself is not replayable
         size = self.record_size(len(first))
         if self.active_bytes + size > options.max_replay_bytes:  # spec: R-CAP-012
@@ -512,7 +508,7 @@ class JobStore:
             # spec: R-CAP-013, R-LIF-009 -- an oversized candidate is not a used step (D-BRG-009).
             return self._refuse(record, token, digest, outcome.rejection)
         expires_at, deadline = self.deadline_after(record, now) if outcome.task is not None else (record.expires_at, 0.0)
-        reply, token_after = _outcome_reply(record.job_id, outcome, expires_at)
+        reply, token_after = _outcome_reply(record.job_id, outcome, expires_at, self.policy.writer)
         step = _Step(token, digest, stored_reply(reply))
         steps = [*record.steps, step]
         # An active job's record also counts its current task (the task material).
@@ -545,7 +541,7 @@ class JobStore:
 
     def _refuse(self, record: JobRecord, token: bytes, digest: bytes, exc: IntentParseError) -> BridgeReply:
         """A refused submission: the step stays open (spec: R-CAP-013)."""
-        reply = _error_reply(exc)
+        reply = _error_reply(exc, self.policy.writer)
         self.refused(record, token, digest, reply)
         return reply
 
@@ -558,7 +554,7 @@ class JobStore:
 
     def end(self, record: JobRecord, exc: IntentParseError, now: float) -> bytes:
         """Make an active job terminal with ``exc`` (cancel, expiry); returns the stored reply."""
-        record.end = stored_reply(_error_reply(exc))
+        record.end = stored_reply(_error_reply(exc, self.policy.writer))
         self._resize(record, self.record_size(_record_bytes(record.steps, 0, record.end)))
         self._to_terminal(record, now)
         # The ended record may have grown (a long detail); active bytes shrank, so reclaiming
@@ -657,7 +653,7 @@ class BridgeSession:
         try:
             return self._prepare(request)
         except IntentParseError as exc:
-            return _error_reply(exc)
+            return _error_reply(exc, self._store.policy.writer)
 
     def _prepare(self, request: Any) -> BridgeReply:
         now = self._store.sweep()
@@ -683,7 +679,7 @@ class BridgeSession:
         try:
             return self._accept(request)
         except IntentParseError as exc:
-            return _error_reply(exc)
+            return _error_reply(exc, self._store.policy.writer)
 
     def _accept(self, request: Any) -> BridgeReply:
         store = self._store
@@ -722,7 +718,7 @@ class BridgeSession:
         try:
             return self._cancel(request)
         except IntentParseError as exc:
-            return _error_reply(exc)
+            return _error_reply(exc, self._store.policy.writer)
 
     def _cancel(self, request: Any) -> BridgeReply:
         store = self._store

@@ -97,7 +97,7 @@ class Intent:
         job = self.start(request)
         while True:
             try:
-                text = executor(job.task.model_request())
+                text = executor(job.model_request())
             except ModelExecutorError as exc:
                 raise job.end(exc.code, str(exc) or None) from None
             result = _step(job, text)
@@ -111,7 +111,7 @@ class Intent:
         job = self.start(request)
         while True:
             try:
-                reply = executor(job.task.model_request())
+                reply = executor(job.model_request())
                 text = await reply if inspect.isawaitable(reply) else reply
             except ModelExecutorError as exc:
                 raise job.end(exc.code, str(exc) or None) from None

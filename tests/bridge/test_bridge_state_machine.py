@@ -34,8 +34,10 @@ from hypothesis.stateful import (
 
 from intentref import Intent
 from intentref.bridge import BridgeClosedError, BridgeSession, create_intent_bridge
-from intentref.core.job import Job, Task
+from intentref.core.job import Job
 from intentref.core.limits import MAX_CANDIDATE_BYTES
+from intentref.core.task import Task
+from intentref.core.writer import REFERENCE_WRITER
 
 LONG = os.environ.get("INTENTREF_LONG") == "1"
 MIN_STEPS = 50_000 if LONG else 2_000
@@ -72,8 +74,9 @@ def _size(text: str) -> int:
 
 
 def _task(job_id: str, token: str, task: Task) -> dict[str, Any]:
+    # The shadow jobs are the reference's own, so the reference's writer writes their tasks.
     return {"kind": "task", "jobId": job_id, "stepToken": token, "stage": task.stage,
-            "instructions": task.instructions, "payload": task.payload, "format": task.format}  # fmt: skip
+            **REFERENCE_WRITER.model_request(task)}  # fmt: skip
 
 
 @dataclass

@@ -46,7 +46,8 @@ def test_a_rebuilt_job_stands_at_the_task_it_was_rebuilt_from(name):
     # spec: R-RPY-002 R-RPY-005 D-PAY-004 -- same stage, instructions, payload (to the byte) and format.
     task = _tasks()[name]
     job = rebuild(task)
-    assert (job.task.stage, job.task.instructions, job.task.payload, job.task.format) == (
+    written = job.model_request()
+    assert (job.task.stage, written["instructions"], written["payload"], written["format"]) == (
         task["stage"], task["instructions"], task["payload"], task["format"])  # fmt: skip
 
 
@@ -70,4 +71,4 @@ def test_at_step_defaults_to_no_repairs_spent():
     request = ParseRequest(ORDER_INPUT, (), None)
     job = Job.at_step(Definition.from_schema(ORDER_SCHEMA, REFERENCE_POLICY), "zh-CN", 1, request)
     outcome = job.submit("{}")
-    assert outcome.task is not None and json.loads(outcome.task.payload)["repair"]["attempt"] == 1
+    assert outcome.task is not None and json.loads(job.model_request()["payload"])["repair"]["attempt"] == 1

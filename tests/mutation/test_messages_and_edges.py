@@ -240,14 +240,16 @@ def test_a_repair_task_says_it_is_a_repair_and_the_first_task_does_not(stage, la
     from intentref.core.instructions import task_instructions
 
     job = Intent({"schema": SCHEMA, "language": language, "repairAttempts": 1}).start({"input": "查询订单 000123"})
-    first = job.task if stage == "core" else job.submit(json.dumps(ORDER_CORE, ensure_ascii=False)).task
-    assert first is not None and first.stage == stage
-    assert first.instructions == task_instructions(stage, language, False)
-    repair = job.submit("{}").task
-    assert repair is not None and repair.stage == stage
-    assert repair.instructions == task_instructions(stage, language, True)
-    assert repair.instructions.startswith(first.instructions)
-    assert len(repair.instructions) > len(first.instructions)
+    if stage == "data":
+        job.submit(json.dumps(ORDER_CORE, ensure_ascii=False))
+    assert job.task.stage == stage
+    first = job.model_request()["instructions"]
+    assert first == task_instructions(stage, language, False)
+    assert job.submit("{}").task is not None and job.task.stage == stage
+    repair = job.model_request()["instructions"]
+    assert repair == task_instructions(stage, language, True)
+    assert repair.startswith(first)
+    assert len(repair) > len(first)
 
 
 def test_an_unknown_stage_has_no_instructions():
@@ -285,14 +287,14 @@ def test_an_undeclared_error_code_cannot_be_raised():
 )  # fmt: skip
 def test_request_faults_name_the_member(request_value, path, message, code):
     # spec: R-BRG-019 D-REQ-004 D-REQ-006 R-ERR-017 D-ERR-006 -- one issue at the member, the message names it.
-    error = raised_error(lambda: read_request(request_value, ["orderId"]))
+    error = raised_error(lambda: read_request(request_value, ["orderId"], REFERENCE_POLICY))
     assert (error["code"], error["message"]) == (code, message)
     assert error["issues"] == [{"code": code, "category": "input", "path": path, "message": message}]
 
 
 def test_an_oversized_context_is_a_limit_at_context():
     # spec: D-LIM-002 -- the context byte limit is LIMIT_EXCEEDED at /context.
-    error = raised_error(lambda: read_request({"input": "x", "context": "y" * 300_000}, ["orderId"]))
+    error = raised_error(lambda: read_request({"input": "x", "context": "y" * 300_000}, ["orderId"], REFERENCE_POLICY))
     assert error["code"] == "LIMIT_EXCEEDED"
     assert error["issues"] == [{"code": "LIMIT_EXCEEDED", "category": "input", "path": "/context",
                                 "message": "context too large."}]  # fmt: skip
@@ -483,9 +485,8 @@ def test_a_candidate_that_is_not_json_is_reported_with_the_parsers_reason():
     job = Intent({"schema": SCHEMA, "repairAttempts": 1}).start({"input": "查询订单 000123"})
     with pytest.raises(CandidateTextError) as parsed:
         parse_candidate("{")
-    repair = job.submit("{").task
-    assert repair is not None
-    [issue] = json.loads(repair.payload)["repair"]["issues"]
+    assert job.submit("{").task is not None
+    [issue] = json.loads(job.model_request()["payload"])["repair"]["issues"]
     assert str(parsed.value)  # a reason, not an empty sentence
     assert (issue["path"], issue["message"]) == ("", str(parsed.value))
 
@@ -496,6 +497,6 @@ def test_request_messages_name_the_member():
         ({"input": "x", "context": "背景\ud800"}, "/context", "context contains a lone surrogate."),
         ({"input": "x", "fields": ["orderId", 7]}, "/fields/1", "a field name must be a string."),
     ]:
-        error = raised_error(lambda r=request: read_request(r, ("orderId",)))
+        error = raised_error(lambda r=request: read_request(r, ("orderId",), REFERENCE_POLICY))
         assert error["message"] == message
         assert [(i["path"], i["message"]) for i in error["issues"]] == [(path, message)]

@@ -3,8 +3,10 @@
 # spec: D-CNF-020, D-CNF-021, D-CNF-022
 
 * a target that differs from the reference only in what the reference decided (tokens,
-  wording, schema and payload spelling: ``variant_targets.reworded``) shows no divergence
-  and no normative failure;
+  wording, schema and payload spelling: ``variant_targets.reworded``) shows no normative
+  failure, and its campaign no divergence; the properties that probe the replay budget to
+  the byte diverge at reference level, because its replies, written another way, have other
+  sizes (D-BRG-010, D-BRG-011 and the limits those properties cite);
 * a target that breaks a seed rule (status priority) is caught as a normative divergence,
   written as a normative case that passes on the reference and fails on the target;
 * a target whose replay answers a conflict is caught at reference level, citing D-BRG-007.
@@ -15,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 from typing import Any
@@ -35,6 +38,9 @@ import variant_targets  # noqa: E402 -- the variants live beside this file
 # What the reworded variant changes: every one of them a reference decision.
 REWORDED_DECISIONS = {"D-BRG-006", "D-INS-001", "D-ERR-006", "D-ERR-007", "D-COR-001", "D-PAY-001", "D-PAY-003",
                       "D-CAN-002", "D-BRG-010", "D-BRG-011", "D-BRG-015"}  # fmt: skip
+# What rests on the size of a reply, which its writing sets: the replay budget's boundaries
+# (D-BRG-009 .. D-BRG-011) and the limits the byte-budget properties cite beside them.
+REPLY_SIZE_DECISIONS = {"D-BRG-009", "D-BRG-010", "D-BRG-011", "D-LIM-002", "D-LIM-003", "D-LIM-004"}
 
 
 def _properties(tmp: pathlib.Path, *args: str) -> tuple[int, str, dict[str, Any]]:
@@ -59,16 +65,22 @@ def _outcome(case: dict[str, Any], target: Any) -> str:
         run.close()
 
 
-def test_a_target_differing_only_in_decisions_shows_no_divergence(tmp_path: pathlib.Path) -> None:
+def test_a_target_differing_only_in_decisions_shows_no_normative_divergence(tmp_path: pathlib.Path) -> None:
     # spec: D-CNF-020 -- the whole ci profile: every property and 2,000 campaign calls.
     status, out, figures = _properties(tmp_path, "--python", "variant_targets:reworded", "--seed", "4",
                                        "--level", "normative")  # fmt: skip
     assert status == 0, out[-4000:]
-    assert figures["divergences"] == 0 and figures["normativeFailures"] == 0, out[-4000:]
+    assert figures["normativeFailures"] == 0, out[-4000:]
     assert figures["propertyCalls"] > 1_000 and figures["campaignCalls"] == 2_000
-    # Properties that assert a decided value may fail, but only citing what the variant changed.
-    assert set(figures["decisionsDiffering"]) <= REWORDED_DECISIONS, figures["decisionsDiffering"]
+    campaign = re.findall(r"campaign: 2,000/2,000 calls .* div (\d+)", out)
+    assert campaign == ["0"], out[-4000:]  # the campaign's replies mean what the reference's mean
+    # Properties that assert a decided value may fail or diverge, but only at reference level,
+    # citing what the variant changed or what the size of a reply sets.
+    allowed = REWORDED_DECISIONS | REPLY_SIZE_DECISIONS
+    assert set(figures["decisionsDiffering"]) <= allowed, figures["decisionsDiffering"]
     assert all(failure["level"] == "reference" for failure in figures["failedProperties"])
+    diverged = [f for f in figures["failedProperties"] if set(f["decisions"]) & (REPLY_SIZE_DECISIONS - REWORDED_DECISIONS)]
+    assert figures["divergences"] == 0 or diverged, out[-4000:]
 
 
 def test_the_same_variant_over_the_real_stdio_transport_breaks_no_seed_rule(tmp_path: pathlib.Path) -> None:

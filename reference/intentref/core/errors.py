@@ -125,18 +125,21 @@ class IntentParseError(Exception):
         return self.partial_result
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "code": self.code,
-            "stage": self.stage,
-            "message": self.message,
-            "issues": [issue.to_json() for issue in self.issues],
-        }
-        if self.partial_result is not None:
-            out["partialResult"] = self.partial_result
-        return out
+        """This error as the reference writes it (what ``intentref.core.writer.Writer.error`` gives)."""
+        return serialized_error(self.code, self.stage, self.message, [issue.to_json() for issue in self.issues],
+                                self.partial_result)  # fmt: skip
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.code!r}, stage={self.stage!r}, message={self.message!r})"
+
+
+def serialized_error(code: str, stage: str, message: str, issues: list[dict[str, Any]],
+                     partial_result: dict[str, Any] | None) -> dict[str, Any]:  # fmt: skip
+    """A SerializedIntentError: ``partialResult`` only when there is one (spec: R-ERR-006, R-ERR-011, R-ERR-012)."""
+    out: dict[str, Any] = {"code": code, "stage": stage, "message": message, "issues": issues}
+    if partial_result is not None:
+        out["partialResult"] = partial_result
+    return out
 
 
 class IntentDataError(IntentParseError):

@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from intentref.core import core_candidate, data_candidate
-from intentref.core.errors import CANCEL_CODES, ErrorStage, IntentParseError, Issue, error, self_issue
-from intentref.core.instructions import task_instructions
-from intentref.core.jsontext import CandidateTextError, dumps_compact
-from intentref.core.limits import utf8_length, well_formed
+from intentref.core.errors import CANCEL_CODES, ErrorStage, IntentParseError, Issue, error
+from intentref.core.jsontext import CandidateTextError
+from intentref.core.limits import utf8_length
 from intentref.core.policy import REFERENCE_POLICY, Policy
 from intentref.core.request import ParseRequest
 from intentref.core.schema_subset import Definition
+from intentref.core.task import Repair, Task
 
 
 class State(enum.Enum):
@@ -70,21 +70,6 @@ CANCEL_MESSAGES: Final = {
     "MODEL_REFUSED": "The host's model refused the task.",
     "MODEL_OUTPUT_INCOMPLETE": "The host's model did not produce a complete candidate.",
 }
-# D-PAY-004, D-ERR-007: a repair lists at most this many problems; the first ones are enough to act on.
-MAX_REPAIR_ISSUES: Final = 32
-
-
-@dataclass(frozen=True)
-class Task:
-    """A model request: what a host's model must answer (spec: R-RPY-002, R-BRG-012)."""
-
-    stage: str
-    instructions: str
-    payload: str  # a JSON string (spec: R-RPY-005)
-    format: dict[str, Any]
-
-    def model_request(self) -> dict[str, Any]:
-        return {"instructions": self.instructions, "payload": self.payload, "format": self.format}
 
 
 @dataclass(frozen=True)
@@ -123,7 +108,7 @@ class Job:
         stage: ErrorStage = "core",
         checked_default: dict[str, Any] | None = None,
         repairs_used: int = 0,
-        repair: dict[str, Any] | None = None,
+        repair: Repair | None = None,
         policy: Policy = REFERENCE_POLICY,
     ) -> Job:
         """A job standing at a step a host has received: what ``intentref check`` judges offline.
@@ -177,9 +162,7 @@ class Job:
             raise ValueError(f"{code!r} is not a code a job can end with: {', '.join(_END_MESSAGES)}")
         stage = stage or self.stage
         self._move(Event.ENDED)
-        # D-CAN-002: a non-blank detail is kept as the error's one issue, made well-formed.
-        issues = [self_issue(code, None, well_formed(detail))] if detail and detail.strip() else []
-        return error(code, stage, _END_MESSAGES[code], issues,
+        return error(code, stage, _END_MESSAGES[code], self.policy.detail_issues(code, detail),
                      self.checked_default)  # fmt: skip
 
     def cancel(self, outcome: str, detail: str | None = None) -> IntentParseError:
@@ -220,52 +203,28 @@ class Job:
 
     def _contract_fault(self, violations: list[tuple[str, str]], text: str) -> Outcome:
         stage = self.stage
-        issues = [Issue("MODEL_OUTPUT_INVALID", "processing", path, message) for path, message in violations]
+        issues = tuple(self.policy.contract_issues(violations))
         if self.repairs_used[stage] < self.repair_attempts:  # spec: R-ERR-026, R-ERR-027
             self.repairs_used[stage] += 1
             self._move(Event.REPAIR_OFFERED)
-            repair = {
-                "attempt": self.repairs_used[stage],
-                "maxAttempts": self.repair_attempts,
-                "issues": [i.to_json() for i in issues[:MAX_REPAIR_ISSUES]],
-                "previousCandidate": text,
-            }
+            repair = Repair(self.repairs_used[stage], self.repair_attempts, issues, text)
             self.task = self._core_task(repair) if stage == "core" else self._data_task(repair)
             return Outcome(task=self.task)
         self._move(Event.CONTRACT_FAILED)
         message = CORE_CONTRACT_MESSAGE if stage == "core" else DATA_CONTRACT_MESSAGE
-        return Outcome(failure=error("MODEL_OUTPUT_INVALID", stage, message, issues[:MAX_REPAIR_ISSUES],
-                                     self.checked_default))  # fmt: skip
+        return Outcome(failure=error("MODEL_OUTPUT_INVALID", stage, message, issues, self.checked_default))
 
     # --- tasks ------------------------------------------------------------------------------
 
-    def _core_task(self, repair: dict[str, Any] | None) -> Task:
-        # D-PAY-001: the core payload members, in this order.
-        payload: dict[str, Any] = {
-            "structuredLanguage": self.language,
-            "currentInput": self.request.input,
-            "context": self.request.payload_context(),
-        }
-        if repair is not None:
-            payload["repair"] = repair  # spec: R-TSK-010, R-TSK-011
-        fmt = {"kind": "json_schema", "name": "intent_core", "schema": core_candidate.INTENT_CORE_SCHEMA}
-        return Task("core", task_instructions("core", self.language, repair is not None), dumps_compact(payload), fmt)
+    def _core_task(self, repair: Repair | None) -> Task:
+        return Task("core", self.language, self.request, repair)
 
-    def _data_task(self, repair: dict[str, Any] | None) -> Task:
-        # spec: R-TSK-004, R-RPY-010 -- the data payload members, in the seed example's order.
-        payload: dict[str, Any] = {
-            "structuredLanguage": self.language,
-            "currentInput": self.request.input,
-            "context": self.request.payload_context(),
-            "schemaReference": self.definition.schema,
-            "checkedDefault": self.checked_default,
-            "selectedSchema": self.definition.selected_schema(self.selected),
-            "selectedFields": list(self.selected),
-        }
-        if repair is not None:
-            payload["repair"] = repair
-        return Task("data", task_instructions("data", self.language, repair is not None), dumps_compact(payload),
-                    {"kind": "json_object"})  # fmt: skip
+    def _data_task(self, repair: Repair | None) -> Task:
+        return Task("data", self.language, self.request, repair, self.definition, self.checked_default, self.selected)
+
+    def model_request(self) -> dict[str, Any]:
+        """The current task as this job's policy writes it for a model (``Intent.parse``)."""
+        return self.policy.writer.model_request(self.task)
 
 
 # Every code a job can end with outside a candidate: a cancel outcome, a model failure, expiry.

@@ -25,10 +25,16 @@ from typing import Any, Final
 
 from intentref.core import core_candidate, data_candidate, jsontext, limits, schema_subset
 from intentref.core.data_candidate import DataContext, DataJudgement
-from intentref.core.errors import Issue
+from intentref.core.errors import Issue, self_issue
+from intentref.core.limits import well_formed
 from intentref.core.schema_subset import DataError, KeywordCheck
+from intentref.core.writer import REFERENCE_WRITER, Writer
 
 Violation = tuple[str, str]
+
+# D-ERR-007, D-PAY-004: a contract fault lists at most this many issues, in the repair and in
+# the error alike; the first ones are enough to act on, and a model given hundreds repairs worse.
+MAX_CONTRACT_ISSUES: Final = 32
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,9 @@ class Policy:
     default_max_jobs: int = limits.DEFAULT_MAX_JOBS
     default_max_replay_entries: int = limits.DEFAULT_MAX_REPLAY_ENTRIES
     default_max_replay_bytes: int = limits.DEFAULT_MAX_REPLAY_BYTES
+
+    # D-INS-001, D-PAY-*, D-COR-001, D-ERR-006 ...: how tasks and errors are written.
+    writer: Writer = REFERENCE_WRITER
 
     # --- the rules a decision shapes --------------------------------------------------------
     # Each is the reference's rule; a decision variant overrides one in a subclass and leaves
@@ -100,6 +109,20 @@ class Policy:
     def data_validator(self, schema: Any) -> Any:
         """D-SCH-001, D-SCH-003: Draft 7 with ECMA-262 patterns and every supported format asserted."""
         return schema_subset.data_validator(schema)
+
+    def select_fields(self, requested: list[str], defined: tuple[str, ...]) -> tuple[str, ...]:
+        """D-REQ-002: a repeated name selects its field once, in the definition's order, so the
+        same selection always builds the same task (``requested`` names defined fields only)."""
+        return tuple(name for name in defined if name in requested)
+
+    def contract_issues(self, violations: list[Violation]) -> list[Issue]:
+        """D-ERR-007: one issue per violation, pointing into the candidate, the first 32."""
+        return [Issue("MODEL_OUTPUT_INVALID", "processing", path, message)
+                for path, message in violations[:MAX_CONTRACT_ISSUES]]  # fmt: skip
+
+    def detail_issues(self, code: str, detail: str | None) -> list[Issue]:
+        """D-CAN-002: a non-blank detail is the ending's one issue, made well-formed."""
+        return [self_issue(code, None, well_formed(detail))] if detail and detail.strip() else []
 
     def but(self, **changes: Any) -> Policy:
         """This policy with some fields changed (unknown names raise TypeError)."""

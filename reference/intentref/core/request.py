@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from intentref.core import jsonpointer
 from intentref.core.errors import IntentParseError, Issue, error
 from intentref.core.jsontext import json_type_name
 from intentref.core.limits import is_well_formed, utf8_length
-from intentref.core.policy import REFERENCE_POLICY, Policy
 from intentref.core.text import has_text
 
 CONTEXT_ROLES = ("user", "assistant", "tool")  # spec: R-TSK-007
@@ -45,9 +44,26 @@ class ParseRequest:
             out[source.source_id] = source.content
         return out
 
-    def payload_context(self) -> list[dict[str, str]]:
-        # D-PAY-002: each context entry carries its sourceId, role and content.
-        return [{"sourceId": s.source_id, "role": s.role, "content": s.content} for s in self.context]
+
+class RequestPolicy(Protocol):
+    """What reading a request asks of the policy it is given.
+
+    ``intentref.core.policy.Policy`` answers with the reference's limits (D-LIM-002, D-LIM-006)
+    and selection order (D-REQ-002); a decision variant answers another way.
+    """
+
+    @property
+    def max_input_bytes(self) -> int: ...
+    @property
+    def max_context_messages(self) -> int: ...
+    @property
+    def max_context_bytes(self) -> int: ...
+    @property
+    def max_fields_selected(self) -> int: ...
+    @property
+    def lone_surrogate_utf8_bytes(self) -> int: ...
+
+    def select_fields(self, requested: list[str], defined: tuple[str, ...]) -> tuple[str, ...]: ...
 
 
 def _invalid(path: str, message: str, code: str = "INPUT_INVALID") -> IntentParseError:
@@ -63,7 +79,7 @@ def _require_text(value: Any, path: str, what: str) -> str:
     return value
 
 
-def read_request(request: Any, defined_fields: Sequence[str], policy: Policy = REFERENCE_POLICY) -> ParseRequest:
+def read_request(request: Any, defined_fields: Sequence[str], policy: RequestPolicy) -> ParseRequest:
     """Validate a parse request against an instance's defined top-level fields, under ``policy``'s limits."""
     if not isinstance(request, Mapping):
         raise _invalid("", "request must be an object.")
@@ -87,11 +103,11 @@ def read_request(request: Any, defined_fields: Sequence[str], policy: Policy = R
         )
 
     context = _read_context(request.get("context"), "context" in request, policy)
-    fields = _read_fields(request, defined_fields, policy.max_fields_selected)
+    fields = _read_fields(request, defined_fields, policy)
     return ParseRequest(text, context, fields)
 
 
-def _read_context(value: Any, present: bool, policy: Policy) -> tuple[Source, ...]:
+def _read_context(value: Any, present: bool, policy: RequestPolicy) -> tuple[Source, ...]:
     if not present or value is None:
         return ()
     if isinstance(value, str):
@@ -135,12 +151,13 @@ def _read_context(value: Any, present: bool, policy: Policy) -> tuple[Source, ..
     return sources
 
 
-def _read_fields(request: Mapping[str, Any], defined_fields: Sequence[str], max_fields: int) -> tuple[str, ...] | None:
+def _read_fields(request: Mapping[str, Any], defined_fields: Sequence[str], policy: RequestPolicy) -> tuple[str, ...] | None:
     if "fields" not in request or request["fields"] is None:
         return None  # spec: R-FLD-001 -- omitted: every defined top-level field
     value = request["fields"]
     if not isinstance(value, list):
         raise _invalid("/fields", "fields must be an array of top-level field names.")
+    max_fields = policy.max_fields_selected
     if len(value) > max_fields:  # D-LIM-002
         message = f"fields selects more than {max_fields} names."
         raise error("LIMIT_EXCEEDED", "input", message, [Issue("LIMIT_EXCEEDED", "input", "/fields", message)])
@@ -153,7 +170,5 @@ def _read_fields(request: Mapping[str, Any], defined_fields: Sequence[str], max_
             # spec: R-FLD-004, R-FLD-005 -- only top-level properties are fields; a nested path is not.
             # D-REQ-007: the one issue points at the offending entry of fields.
             raise _invalid(f"/fields/{index}", f"unknown field {name!r}.", code="UNKNOWN_FIELD")
-        if name not in seen:  # D-REQ-002: a repeated name selects the field once
-            seen.append(name)
-    # Selection order follows the schema, so the same set always builds the same task.
-    return tuple(f for f in defined_fields if f in seen)
+        seen.append(name)
+    return policy.select_fields(seen, tuple(defined_fields))  # D-REQ-002

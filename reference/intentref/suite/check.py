@@ -181,18 +181,23 @@ def read_task(document: Any) -> dict[str, Any]:
 
 def rebuild(task: dict[str, Any], repair_attempts: int | None = None) -> Any:
     """The reference ``Job`` standing at ``task``'s step."""
+    from intentref.core.errors import Issue
     from intentref.core.job import Job
     from intentref.core.policy import REFERENCE_POLICY
     from intentref.core.request import ParseRequest, Source
     from intentref.core.schema_subset import Definition
+    from intentref.core.task import Repair
 
     payload = json.loads(task["payload"])
     stage = task["stage"]
     sources = tuple(Source(str(c["sourceId"]), str(c["role"]), str(c["content"])) for c in payload.get("context", []))
-    repair = payload.get("repair")
+    material = payload.get("repair")
     attempts, used = (1 if repair_attempts is None else repair_attempts), 0
-    if isinstance(repair, dict):  # a repair task says how many were allowed and used (D-PAY-004)
-        attempts, used = int(repair["maxAttempts"]), int(repair["attempt"])
+    repair = None
+    if isinstance(material, dict):  # a repair task says how many were allowed and used (D-PAY-004)
+        attempts, used = int(material["maxAttempts"]), int(material["attempt"])
+        issues = tuple(Issue(i["code"], i["category"], i["path"], i["message"]) for i in material["issues"])
+        repair = Repair(used, attempts, issues, material["previousCandidate"])
     if stage == "core":
         request = ParseRequest(payload["currentInput"], sources, None)
         return Job.at_step(Definition.from_schema({}, REFERENCE_POLICY), payload["structuredLanguage"], attempts, request,
@@ -210,8 +215,7 @@ def judge(task: dict[str, Any], candidate_text: str, repair_attempts: int | None
     job_id = task.get("jobId", "<jobId>")
     if outcome.task is not None:
         reply = {"kind": "task", "jobId": job_id, "stepToken": "<the next stepToken>", "stage": outcome.task.stage,
-                 "instructions": outcome.task.instructions, "payload": outcome.task.payload,
-                 "format": outcome.task.format}  # fmt: skip
+                 **job.model_request()}  # fmt: skip
         return reply, "a contract fault with a repair left: the runtime answers with this repair task."
     if outcome.result is not None:
         note = ""

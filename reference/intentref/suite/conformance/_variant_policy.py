@@ -91,6 +91,15 @@ class VariantPolicy(Policy):
     # D-TXT-001: "blank" is ECMA-262 white space, as JavaScript's trim() reads it.  False: only
     # ASCII white space is blank in a core candidate's texts (an ideographic space is text).
     ecma_blank_texts: bool = True
+    # D-REQ-002: selected fields are ordered as the definition orders them.  False: in the
+    # order the request first lists them.
+    selection_in_definition_order: bool = True
+    # D-ERR-007: a contract fault has one issue per violation, pointing into the candidate.
+    # False: one issue with path null for the whole candidate, in the repair and the error.
+    contract_issues_point_into_candidate: bool = True
+    # D-CAN-002: a non-blank cancel detail is the ending's one issue ("non-blank").
+    # "dropped": never kept; "verbatim": any non-empty detail is kept, blank or not.
+    cancel_detail: str = "non-blank"
 
     # --- Bridge decisions, read by ``_variant_store.VariantStore`` -----------------------------
     # D-BRG-014: a BridgeConfig fault names the first faulty option only.  True: every faulty
@@ -129,6 +138,25 @@ class VariantPolicy(Policy):
     # D-BRG-016: a record the replay TTL dropped answers BRIDGE_JOB_NOT_FOUND like any other.
     # True: the session that owned it is told BRIDGE_JOB_EXPIRED (a tombstone is kept).
     replay_ttl_tombstones: bool = False
+
+    # --- the request, the repair, the ending (D-REQ-002, D-ERR-007, D-CAN-002) --------------
+
+    def select_fields(self, requested: list[str], defined: tuple[str, ...]) -> tuple[str, ...]:
+        if self.selection_in_definition_order:
+            return super().select_fields(requested, defined)
+        return tuple(dict.fromkeys(requested))
+
+    def contract_issues(self, violations: list[Violation]) -> list[Issue]:
+        if self.contract_issues_point_into_candidate:
+            return super().contract_issues(violations)
+        return [Issue("MODEL_OUTPUT_INVALID", "processing", None, "The candidate breaks the contract.")]
+
+    def detail_issues(self, code: str, detail: str | None) -> list[Issue]:
+        if self.cancel_detail == "dropped":
+            return []
+        if self.cancel_detail == "verbatim" and detail and not detail.strip():
+            return [Issue(code, "processing", None, detail)]  # a blank detail, kept as it came
+        return super().detail_issues(code, detail)
 
     # --- candidate text (D-JSON-001 .. D-JSON-004) ------------------------------------------
 

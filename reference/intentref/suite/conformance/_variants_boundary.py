@@ -1,40 +1,37 @@
-"""Decision variants made at the boundary: wording, payload layout, issue lists, codes.
+"""Decision variants at the boundary: how replies are written, and how requests and configurations are read.
 
-Each variant takes a reference decision another way that the seeds also allow, by rewriting
-requests before the reference sees them and replies after (``variants.Alteration``).  These
-are the choices an independent implementation most often makes differently.  Every rewrite
-is deterministic, so a replayed reply is rewritten to the same bytes as the first answer.
+These are the choices an independent implementation most often makes differently.  Each
+variant takes a reference decision another way that the seeds also allow (``alteration``):
+
+* *writing* (wording, payload layout, issue lists, codes): a subclass of the reference's
+  ``intentref.core.writer.Writer`` overriding the method that writes the part it varies, so
+  the variant Bridge writes its replies that way itself, before it keeps them for replay;
+  where the decision is about *which* issues or fields there are, the ``VariantPolicy``
+  field the core reads (D-ERR-007, D-CAN-002, D-REQ-002);
+* *reading*: a request rewritten before the reference sees it, or answered in its place,
+  an instance configuration rewritten before it is built; and the Bridge decisions that
+  keep state of their own across calls (no replay, tokens judged otherwise, jobs by cause).
+  Each such rewrite reads the input as the variant's implementation would, then hands the
+  reference what that reading means; every one is deterministic.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any
 
 from intentref.bridge import BridgeReply
-from intentref.core.errors import CANCEL_CODES, DATA_ISSUE_CODES
-from intentref.suite.conformance.alteration import Alteration, Memory
+from intentref.core.errors import CANCEL_CODES, DATA_ISSUE_CODES, IntentParseError, Issue
+from intentref.core.request import Source
+from intentref.core.task import Repair, Task
+from intentref.core.writer import Writer
+from intentref.suite.conformance.alteration import Alteration, Memory, policy_changes
 from intentref.suite.conformance.capabilities import REPAIR_ATTEMPTS
 
 
 def _error(reply: BridgeReply) -> dict[str, Any] | None:
     err = reply.get("error") if reply.get("kind") == "error" else None
     return err if isinstance(err, dict) else None
-
-
-def _payload(reply: BridgeReply) -> dict[str, Any] | None:
-    if reply.get("kind") != "task" or not isinstance(reply.get("payload"), str):
-        return None
-    decoded = json.loads(reply["payload"])
-    return decoded if isinstance(decoded, dict) else None
-
-
-def _set_payload(reply: BridgeReply, payload: Mapping[str, Any], *, ascii_spaced: bool = False) -> None:
-    if ascii_spaced:
-        reply["payload"] = json.dumps(payload, ensure_ascii=True)
-    else:
-        reply["payload"] = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
 
 
 def _new_error_reply(code: str, stage: str, message: str, issues: list[dict[str, Any]]) -> BridgeReply:
@@ -44,27 +41,28 @@ def _new_error_reply(code: str, stage: str, message: str, issues: list[dict[str,
 # --------------------------------------------------------------------------- wording
 
 
-def _reword(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
-    err = _error(reply)
-    if err is not None:
-        err["message"] = f"[{err['code']} at stage {err['stage']}] the call could not be completed."
-        for issue in err.get("issues", []):
-            # The candidate's own business issues keep the model's words (seed 004's example).
-            if isinstance(issue, dict) and issue.get("code") not in DATA_ISSUE_CODES:
-                issue["message"] = f"Problem {issue.get('code')} here."
-    if reply.get("kind") == "task":
-        reply["instructions"] = (
-            f"Write the complete {reply.get('stage')} candidate as one JSON document. "
-            "Follow the format and read the payload; on a repair, send the whole candidate again."
-        )
-    return reply
+class _Reworded(Writer):
+    """D-ERR-006, D-INS-001: other messages and instructions, meaning the same."""
+
+    def message(self, err: IntentParseError) -> str:
+        return f"[{err.code} at stage {err.stage}] the call could not be completed."
+
+    def error_issue(self, err: IntentParseError, issue: Issue) -> dict[str, Any]:
+        written = super().error_issue(err, issue)
+        if issue.code not in DATA_ISSUE_CODES:  # the candidate's own issues keep the model's words (seed 004)
+            written["message"] = f"Problem {issue.code} here."
+        return written
+
+    def instructions(self, task: Task) -> str:
+        return (f"Write the complete {task.stage} candidate as one JSON document. "
+                "Follow the format and read the payload; on a repair, send the whole candidate again.")  # fmt: skip
 
 
 REWORDED = Alteration(
     name="reworded",
     decisions=("D-ERR-006", "D-INS-001"),
     summary="other error and issue messages, other task instructions",
-    after=_reword,
+    writer=_Reworded,
 )
 
 
@@ -84,193 +82,145 @@ def _respell_schema(schema: Any) -> Any:
     return schema
 
 
-def _respell_format(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
-    fmt = reply.get("format") if reply.get("kind") == "task" else None
-    if isinstance(fmt, dict) and fmt.get("kind") == "json_schema" and isinstance(fmt.get("schema"), dict):
-        fmt["schema"] = _respell_schema(fmt["schema"])
-    return reply
+class _RespelledCoreSchema(Writer):
+    """D-COR-001: an equivalent intent_core schema, spelled another way."""
+
+    def core_schema(self) -> dict[str, Any]:
+        spelled: dict[str, Any] = _respell_schema(super().core_schema())
+        return spelled
 
 
 RESPELLED_CORE_SCHEMA = Alteration(
     name="respelled-core-schema",
     decisions=("D-COR-001",),
     summary="an equivalent intent_core schema, spelled differently",
-    after=_respell_format,
+    writer=_RespelledCoreSchema,
 )
 
 
 # --------------------------------------------------------------------------- payloads
 
 
-def _payload_layout(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
-    payload = _payload(reply)
-    if payload is not None:
-        if reply.get("stage") == "core":
-            # Seed 000 lists the data payload's members only; this core payload leaves the
-            # language to the instructions.
-            payload.pop("structuredLanguage", None)
-        _set_payload(reply, dict(reversed(list(payload.items()))), ascii_spaced=True)
-    return reply
+class _PayloadLayout(Writer):
+    """D-PAY-001, D-PAY-003: other members, another order, another JSON spelling."""
+
+    def core_payload(self, task: Task) -> dict[str, Any]:
+        # Seed 000 lists the data payload's members only; this core payload leaves the
+        # language to the instructions.
+        payload = super().core_payload(task)
+        del payload["structuredLanguage"]
+        return payload
+
+    def payload_text(self, payload: dict[str, Any]) -> str:
+        return json.dumps(dict(reversed(list(payload.items()))), ensure_ascii=True)
 
 
 PAYLOAD_LAYOUT = Alteration(
     name="payload-layout",
     decisions=("D-PAY-001", "D-PAY-003"),
     summary="payload members in another order, written with ASCII escapes and spaces; no structuredLanguage in the core payload",
-    after=_payload_layout,
+    writer=_PayloadLayout,
 )
 
 
-def _context_entries(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
-    payload = _payload(reply)
-    if payload is not None and isinstance(payload.get("context"), list):
-        payload["context"] = [
-            {"role": e.get("role"), "text": e.get("content"), "sourceId": e.get("sourceId")} if isinstance(e, dict) else e
-            for e in payload["context"]
-        ]
-        _set_payload(reply, payload)
-    return reply
+class _ContextEntries(Writer):
+    """D-PAY-002: context entries with other member names, in another order."""
+
+    def context_entry(self, source: Source) -> dict[str, Any]:
+        return {"role": source.role, "text": source.content, "sourceId": source.source_id}
 
 
 CONTEXT_ENTRIES = Alteration(
     name="context-entries",
     decisions=("D-PAY-002",),
     summary="payload context entries as {role, text, sourceId}",
-    after=_context_entries,
+    writer=_ContextEntries,
 )
 
 
-def _repair_material(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
-    payload = _payload(reply)
-    repair = payload.get("repair") if payload is not None else None
-    if isinstance(repair, dict):
-        assert payload is not None
-        payload["repair"] = {
-            "round": repair.get("attempt"),
-            "problems": [
-                {"at": i.get("path"), "why": i.get("message")} for i in repair.get("issues", []) if isinstance(i, dict)
-            ],
-            "yourLastAnswer": repair.get("previousCandidate"),
-        }
-        _set_payload(reply, payload)
-    return reply
+class _RepairMaterial(Writer):
+    """D-PAY-004: the repair material under other names."""
+
+    def repair(self, repair: Repair) -> dict[str, Any]:
+        return {"round": repair.attempt, "problems": [{"at": i.path, "why": i.message} for i in repair.issues],
+                "yourLastAnswer": repair.previous_candidate}  # fmt: skip
 
 
 REPAIR_MATERIAL = Alteration(
     name="repair-material",
     decisions=("D-PAY-004",),
     summary="payload.repair as {round, problems: [{at, why}], yourLastAnswer}",
-    after=_repair_material,
+    writer=_RepairMaterial,
 )
-
-
-def _request_order(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
-    """selectedFields (and the selected schema's members) in the order the request listed them."""
-    if op == "prepare" and reply.get("kind") == "task" and isinstance(request, Mapping):
-        fields = request.get("fields")
-        if isinstance(fields, list):
-            memory.setdefault("fields", {})[reply.get("jobId")] = [f for f in fields if isinstance(f, str)]
-    payload = _payload(reply)
-    wanted = memory.get("fields", {}).get(reply.get("jobId"))
-    if payload is None or wanted is None or not isinstance(payload.get("selectedFields"), list):
-        return reply
-    order = {name: index for index, name in enumerate(dict.fromkeys(wanted))}
-    selected = sorted(payload["selectedFields"], key=lambda n: order.get(n, len(order)))
-    payload["selectedFields"] = selected
-    schema = payload.get("selectedSchema")
-    if isinstance(schema, dict):
-        props = schema.get("properties")
-        if isinstance(props, dict):
-            schema["properties"] = {n: props[n] for n in selected if n in props}
-        if isinstance(schema.get("required"), list):
-            schema["required"] = [n for n in selected if n in schema["required"]]
-    _set_payload(reply, payload)
-    return reply
 
 
 REQUEST_ORDER_FIELDS = Alteration(
     name="request-order-fields",
     decisions=("D-REQ-002",),
     summary="selectedFields in the order the request lists them",
-    after=_request_order,
+    policy=policy_changes(selection_in_definition_order=False),
 )
 
 
-def _lean_selected_schema(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
-    payload = _payload(reply)
-    schema = payload.get("selectedSchema") if payload is not None else None
-    if isinstance(schema, dict):
-        assert payload is not None
+class _LeanSelectedSchema(Writer):
+    """D-SCH-006: the selected schema without what it does not need."""
+
+    def selected_schema(self, task: Task) -> dict[str, Any]:
+        schema = super().selected_schema(task)
         if schema.get("required") == []:
             del schema["required"]
         # The root's annotations stay in schemaReference, beside it in the same payload.
         schema.pop("title", None)
         schema.pop("description", None)
-        _set_payload(reply, payload)
-    return reply
+        return schema
 
 
 LEAN_SELECTED_SCHEMA = Alteration(
     name="lean-selected-schema",
     decisions=("D-SCH-006",),
     summary="the selected schema omits an empty required list and the root's title and description",
-    after=_lean_selected_schema,
+    writer=_LeanSelectedSchema,
 )
 
 
 # --------------------------------------------------------------------------- issue lists
 
 
-def _plain_contract_issues(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
-    err = _error(reply)
-    if err is not None and err.get("code") == "MODEL_OUTPUT_INVALID":
-        err["issues"] = [{"code": "MODEL_OUTPUT_INVALID", "category": "processing", "path": None,
-                          "message": "The candidate breaks the contract."}]  # fmt: skip
-    payload = _payload(reply)
-    repair = payload.get("repair") if payload is not None else None
-    if isinstance(repair, dict) and isinstance(repair.get("issues"), list):
-        assert payload is not None
-        repair["issues"] = [{"code": "MODEL_OUTPUT_INVALID", "category": "processing", "path": None,
-                             "message": "The candidate breaks the contract."}]  # fmt: skip
-        _set_payload(reply, payload)
-    return reply
-
-
 PLAIN_CONTRACT_ISSUES = Alteration(
     name="plain-contract-issues",
     decisions=("D-ERR-007",),
     summary="MODEL_OUTPUT_INVALID carries one issue with path null, not pointers into the candidate",
-    after=_plain_contract_issues,
+    policy=policy_changes(contract_issues_point_into_candidate=False),
 )
 
 
-def _bare_not_found(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
-    err = _error(reply)
-    if err is not None and err.get("code") == "BRIDGE_JOB_NOT_FOUND":
-        err["issues"] = []
-    return reply
+class _BareNotFound(Writer):
+    """D-BRG-003: BRIDGE_JOB_NOT_FOUND with no issue."""
+
+    def error_issues(self, err: IntentParseError) -> list[dict[str, Any]]:
+        return [] if err.code == "BRIDGE_JOB_NOT_FOUND" else super().error_issues(err)
 
 
 BARE_NOT_FOUND = Alteration(
     name="bare-not-found",
     decisions=("D-BRG-003",),
     summary="BRIDGE_JOB_NOT_FOUND carries no issue",
-    after=_bare_not_found,
+    writer=_BareNotFound,
 )
 
 
-def _partial_on_extraction_only(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
-    err = _error(reply)
-    if err is not None and err.get("code") != "DATA_EXTRACTION_FAILED":
-        err.pop("partialResult", None)
-    return reply
+class _PartialOnExtractionOnly(Writer):
+    """D-ERR-009: partialResult where seed 004 shows it, and nowhere else."""
+
+    def partial_result(self, err: IntentParseError) -> dict[str, Any] | None:
+        return super().partial_result(err) if err.code == "DATA_EXTRACTION_FAILED" else None
 
 
 PARTIAL_ON_EXTRACTION_ONLY = Alteration(
     name="partial-on-extraction-only",
     decisions=("D-ERR-009",),
     summary="partialResult only on DATA_EXTRACTION_FAILED",
-    after=_partial_on_extraction_only,
+    writer=_PartialOnExtractionOnly,
 )
 
 
@@ -278,40 +228,40 @@ PARTIAL_ON_EXTRACTION_ONLY = Alteration(
 CANCEL_ENDINGS = tuple(CANCEL_CODES.values())
 
 
-def _detail_dropped(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
-    err = _error(reply)
-    if err is not None and err.get("code") in CANCEL_ENDINGS:
-        err["issues"] = []
-    return reply
-
-
 DETAIL_DROPPED = Alteration(
     name="cancel-detail-dropped",
     decisions=("D-CAN-002",),
     summary="a cancel's detail is not kept as an issue",
-    after=_detail_dropped,
+    policy=policy_changes(cancel_detail="dropped"),
 )
 
 
-def _parameter_faults_at_input(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
-    err = _error(reply)
-    if err is not None and err.get("code") == "INPUT_INVALID" and err.get("stage") == "bridge":
-        err["stage"] = "input"
-        err["issues"] = []
-    return reply
+def _is_parameter_fault(err: IntentParseError) -> bool:
+    return err.code == "INPUT_INVALID" and err.stage == "bridge"
+
+
+class _ParameterFaultsAtInput(Writer):
+    """D-BRG-001: a malformed call is written as an input fault, without issues."""
+
+    def stage(self, err: IntentParseError) -> str:
+        return "input" if _is_parameter_fault(err) else super().stage(err)
+
+    def error_issues(self, err: IntentParseError) -> list[dict[str, Any]]:
+        return [] if _is_parameter_fault(err) else super().error_issues(err)
 
 
 PARAMETER_FAULTS_AT_INPUT = Alteration(
     name="parameter-faults-at-input",
     decisions=("D-BRG-001",),
     summary="a malformed call is INPUT_INVALID at stage input, without issues",
-    after=_parameter_faults_at_input,
+    writer=_ParameterFaultsAtInput,
 )
 
 
 # --------------------------------------------------------------------------- codes
 
 
+# A reference code, and the code (and stage, when it moves) this variant writes instead.
 _RENAMED_CODES = {
     "CONFIG_INVALID": ("INTENT_CONFIG_INVALID", None),
     "BRIDGE_INSTANCE_NOT_FOUND": ("INPUT_INVALID", "input"),
@@ -319,26 +269,28 @@ _RENAMED_CODES = {
 }
 
 
-def _other_codes(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
-    err = _error(reply)
-    if err is None or err.get("code") not in _RENAMED_CODES:
-        return reply
-    old = err["code"]
-    new, stage = _RENAMED_CODES[old]
-    err["code"] = new
-    if stage is not None:
-        err["stage"] = stage
-    for issue in err.get("issues", []):
-        if isinstance(issue, dict) and issue.get("code") == old:
-            issue["code"] = new
-    return reply
+class _OtherCodes(Writer):
+    """D-ERR-001 .. D-ERR-005: three endings under other codes, the error's own issue too."""
+
+    def code(self, err: IntentParseError) -> str:
+        return _RENAMED_CODES[err.code][0] if err.code in _RENAMED_CODES else super().code(err)
+
+    def stage(self, err: IntentParseError) -> str:
+        moved = _RENAMED_CODES.get(err.code, (None, None))[1]
+        return moved if moved is not None else super().stage(err)
+
+    def error_issue(self, err: IntentParseError, issue: Issue) -> dict[str, Any]:
+        written = super().error_issue(err, issue)
+        if issue.code == err.code and err.code in _RENAMED_CODES:
+            written["code"] = _RENAMED_CODES[err.code][0]
+        return written
 
 
 OTHER_CODES = Alteration(
     name="other-codes",
     decisions=("D-ERR-001", "D-ERR-002", "D-ERR-003", "D-ERR-005"),
     summary="CONFIG_INVALID, BRIDGE_INSTANCE_NOT_FOUND and BRIDGE_JOB_EXPIRED under other codes",
-    after=_other_codes,
+    writer=_OtherCodes,
 )
 
 
@@ -596,66 +548,63 @@ CANCELLED_TOKEN_CONFLICTS = Alteration(
 _CONFIG_CODES = ("SCHEMA_UNSUPPORTED", "LIMIT_EXCEEDED", "CONFIG_INVALID")
 
 
-def _other_issue_categories(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
-    """A definition problem filed as category definition; an unknown field too (it is not defined)."""
-    err = _error(reply)
-    if err is None:
-        return reply
-    for issue in err.get("issues", []):
-        if not isinstance(issue, dict):
-            continue
-        if (err.get("stage") == "config" and issue.get("code") in _CONFIG_CODES) or issue.get("code") == "UNKNOWN_FIELD":
-            issue["category"] = "definition"
-    return reply
+class _OtherIssueCategories(Writer):
+    """D-ERR-001: a definition problem filed as category definition; an unknown field too (it is not defined)."""
+
+    def error_issue(self, err: IntentParseError, issue: Issue) -> dict[str, Any]:
+        written = super().error_issue(err, issue)
+        if (err.stage == "config" and issue.code in _CONFIG_CODES) or issue.code == "UNKNOWN_FIELD":
+            written["category"] = "definition"
+        return written
 
 
 OTHER_ISSUE_CATEGORIES = Alteration(
     name="other-issue-categories",
     decisions=("D-ERR-001",),
     summary="configuration and unknown-field issues filed under category definition",
-    after=_other_issue_categories,
+    writer=_OtherIssueCategories,
 )
 
 
-def _parent_pointer(path: Any) -> Any:
-    if isinstance(path, str) and path.count("/") > 1:
+def _parent_pointer(path: str | None) -> str | None:
+    if path is not None and path.count("/") > 1:
         return path[: path.rindex("/")]
     return path
 
 
-def _request_faults_without_pointers(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
-    """Request faults name what is wrong in words only: their issues carry no pointer."""
-    err = _error(reply)
-    if err is not None and err.get("stage") == "input":
-        for issue in err.get("issues", []):
-            if isinstance(issue, dict):
-                issue["path"] = None
-    return reply
+class _RequestFaultsWithoutPointers(Writer):
+    """D-REQ-007: request faults name what is wrong in words only: their issues carry no pointer."""
+
+    def error_issue(self, err: IntentParseError, issue: Issue) -> dict[str, Any]:
+        written = super().error_issue(err, issue)
+        if err.stage == "input":
+            written["path"] = None
+        return written
 
 
 COARSE_REQUEST_POINTERS = Alteration(
     name="request-faults-without-pointers",
     decisions=("D-REQ-007",),
     summary="a request fault's issue has path null instead of a pointer into the request",
-    after=_request_faults_without_pointers,
+    writer=_RequestFaultsWithoutPointers,
 )
 
 
-def _node_pointers(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
-    """A construction error points at the schema node holding the keyword, not at the keyword."""
-    err = _error(reply)
-    if err is not None and err.get("stage") == "config":
-        for issue in err.get("issues", []):
-            if isinstance(issue, dict) and issue.get("code") in ("SCHEMA_UNSUPPORTED", "LIMIT_EXCEEDED"):
-                issue["path"] = _parent_pointer(issue.get("path")) if issue.get("path") else None
-    return reply
+class _NodePointers(Writer):
+    """D-SCH-008: a construction error points at the schema node holding the keyword, not at the keyword."""
+
+    def error_issue(self, err: IntentParseError, issue: Issue) -> dict[str, Any]:
+        written = super().error_issue(err, issue)
+        if err.stage == "config" and issue.code in ("SCHEMA_UNSUPPORTED", "LIMIT_EXCEEDED"):
+            written["path"] = _parent_pointer(issue.path) if issue.path else None
+        return written
 
 
 NODE_POINTERS = Alteration(
     name="construction-error-at-node",
     decisions=("D-SCH-008",),
     summary="a construction error points at the schema node, not at its keyword",
-    after=_node_pointers,
+    writer=_NodePointers,
 )
 
 
@@ -758,42 +707,26 @@ TOKENS_JUDGED_OTHERWISE = Alteration(
 )
 
 
-def _cancel_at_bridge(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
-    err = _error(reply)
-    if err is not None and err.get("code") in CANCEL_ENDINGS:  # also when an accept answers it
-        err["stage"] = "bridge"
-    return reply
+class _CancelAtBridge(Writer):
+    """D-BRG-015: a cancelled job's error is written at stage bridge, where the cancel came from."""
+
+    def stage(self, err: IntentParseError) -> str:
+        return "bridge" if err.code in CANCEL_ENDINGS else super().stage(err)
 
 
 CANCEL_AT_BRIDGE = Alteration(
     name="cancel-at-bridge-stage",
     decisions=("D-BRG-015",),
     summary="a cancelled job's error has stage bridge, not the stage it was in",
-    after=_cancel_at_bridge,
+    writer=_CancelAtBridge,
 )
-
-
-def _detail_kept_verbatim(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
-    err = _error(reply)
-    if err is None or err.get("code") not in CANCEL_ENDINGS or not isinstance(request, dict):
-        return reply
-    ended = memory.setdefault("ended_by_cancel", {})
-    job = request.get("jobId")
-    if job in ended:  # the job's ending, however it is asked for again, reads as it first did
-        first: BridgeReply = json.loads(json.dumps(ended[job]))
-        return first
-    detail = request.get("detail")
-    if op == "cancel" and isinstance(detail, str) and detail and not err.get("issues"):
-        err["issues"] = [{"code": err["code"], "category": "processing", "path": None, "message": detail}]
-    ended[job] = json.loads(json.dumps(reply))
-    return reply
 
 
 DETAIL_KEPT_VERBATIM = Alteration(
     name="cancel-detail-verbatim",
     decisions=("D-CAN-002",),
     summary="any non-empty cancel detail, blank or not, is kept as the error's issue",
-    after=_detail_kept_verbatim,
+    policy=policy_changes(cancel_detail="verbatim"),
 )
 
 

@@ -10,14 +10,18 @@ The suite proves two things about itself with altered references:
 
 Both are an ``Alteration``: a name, what it touches (the decision IDs it varies, or the rule
 it breaks and the seed text that rule restates), and what it substitutes.  It substitutes
-in one of two places:
+in one of three places:
 
 * *policy*: ``VariantPolicy`` fields the reference's Intents and Bridge are built with
   (``_variant_policy``, ``_variant_store``): the rule itself is another function;
+* *writer*: a subclass of ``intentref.core.writer.Writer``, the layer that writes replies,
+  overriding the method that writes one part (wording, payload layout, issues, codes); the
+  writers of several alterations are combined by inheritance, each deferring to ``super()``
+  for what it leaves alone;
 * *boundary hooks*: an instance configuration before it is built (``config``), a request
   before the reference sees it or an answer in its place (``before``), a reply after
-  (``after``).  That is how wording, payload layout, issue lists and codes are changed: the
-  things an independent implementation spells its own way, and most broken rules.
+  (``after``).  That is how requests are read another way, and how most rules are broken:
+  a fault is a broken implementation seen from outside.
 
 ``AlteredTarget`` runs any set of alterations as an in-process target; it declares what it
 does not take (``lacks``) so that cases needing it are reported unsupported, never failed.
@@ -34,7 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from intentref.bridge import BridgeReply
-from intentref.core.policy import Policy
+from intentref.core.policy import REFERENCE_POLICY, Policy
+from intentref.core.writer import Writer
 from intentref.mcp.replies import is_bridge_reply
 from intentref.suite.conformance._variant_policy import VariantPolicy
 from intentref.suite.conformance._variant_store import VariantStore
@@ -65,6 +70,8 @@ class Alteration:
       ``accept``, ``cancel``, or ``config`` for a configuration error wrapped as a reply);
       ``request`` is the caller's own.
 
+    ``writer`` is a ``Writer`` subclass the altered reference writes its replies with.
+
     ``lacks`` maps a capability a case may need (``capabilities.REPAIR_ATTEMPTS``) to the
     reason the alteration does not offer it.  ``envelope_only``: the change is in the MCP
     envelope, which only the MCP model shows (``mcp_model.McpModelTarget``).
@@ -78,6 +85,7 @@ class Alteration:
     seed_rule: str | None = None
     catch_with: str = ""
     policy: Mapping[str, Any] = field(default_factory=dict)
+    writer: type[Writer] | None = None
     config: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
     before: Callable[[str, Any, Memory], Any] | None = None
     after: Callable[[str, Any, BridgeReply, Memory], BridgeReply] | None = None
@@ -151,21 +159,32 @@ class AlteredBridge:
         self._bridge.close()
 
 
+def combined_writer(alterations: Iterable[Alteration]) -> Writer | None:
+    """One writer with every alteration's overrides (earlier ones outermost), or None for none."""
+    writers = tuple(a.writer for a in alterations if a.writer is not None)
+    if not writers:
+        return None
+    return writers[0]() if len(writers) == 1 else type("AlteredWriter", writers, {})()
+
+
 def altered_bridge_factory(alterations: Iterable[Alteration]) -> Callable[[Mapping[str, Any]], AlteredBridge]:
     """A factory of reference Bridges (from a whole BridgeConfig) with ``alterations`` around them.
 
-    For alterations at the boundary only: a policy is given to Intents as they are built, and
-    a BridgeConfig holds Intents built already.
+    For alterations at the boundary and in the writer only: a policy is given to Intents as
+    they are built, and a BridgeConfig holds Intents built already, but the Bridge writes the
+    replies itself.
     """
     chosen = tuple(alterations)
     if any(a.policy for a in chosen):
         raise ValueError("an alteration that changes the policy needs AlteredTarget.open, not a Bridge factory")
+    writer = combined_writer(chosen)
+    policy = REFERENCE_POLICY if writer is None else REFERENCE_POLICY.but(writer=writer)
 
     def factory(config: Mapping[str, Any]) -> AlteredBridge:
         from intentref.bridge import create_intent_bridge
 
         options = {k: v for k, v in config.items() if k != "instances"}
-        return AlteredBridge(create_intent_bridge(config), chosen, options)
+        return AlteredBridge(create_intent_bridge(config, policy=policy), chosen, options)
 
     return factory
 
@@ -189,6 +208,9 @@ class AlteredTarget(Target):
         changed: dict[str, Any] = {}
         for alteration in self.alterations:
             changed.update(alteration.policy)
+        writer = combined_writer(self.alterations)
+        if writer is not None:
+            changed["writer"] = writer
         self.policy: Policy = VariantPolicy().but(**changed)
         default = "variant:" + "+".join(a.name for a in self.alterations)
         self.name = (name or default) + (" (MCP model)" if envelope else "")
@@ -218,7 +240,7 @@ class AlteredTarget(Target):
             bridge = create_intent_bridge({"instances": built, **bridge_options}, policy=self.policy,
                                           store=VariantStore)  # fmt: skip
         except IntentParseError as exc:
-            reply: BridgeReply = {"kind": "error", "error": exc.to_json()}
+            reply: BridgeReply = {"kind": "error", "error": self.policy.writer.error(exc)}
             for alteration in self.alterations:
                 if alteration.after is not None:
                     reply = alteration.after("config", None, reply, {"bridge": {"options": dict(bridge_options)}})
