@@ -286,7 +286,7 @@ def _wall_ms() -> float:
 # --------------------------------------------------------------------------- the store
 
 
-class _Step(NamedTuple):
+class UsedStep(NamedTuple):
     """One used stepToken: what was submitted (by digest) and what it was answered."""
 
     token: bytes
@@ -307,7 +307,7 @@ class JobRecord:
         self.job: Job | None = job  # None once terminal: the Job's memory goes with it
         self.token = _token_bytes(token)  # the current step's token; the last one once terminal
         self.expires_at = expires_at
-        self.steps: list[_Step] = []
+        self.steps: list[UsedStep] = []
         # The terminal reply of a job that ended without a submission (cancel, expiry).
         self.end: bytes | None = None
         self.nbytes = task_bytes
@@ -322,14 +322,14 @@ class JobRecord:
         return self.steps[-1].reply  # ended by its last submission
 
 
-def _record_bytes(steps: list[_Step], task_bytes: int, end: bytes | None) -> int:
+def _record_bytes(steps: list[UsedStep], task_bytes: int, end: bytes | None) -> int:
     # D-BRG-011: exactly what maxReplayBytes counts for one record.
     return (
         sum(DIGEST_BYTES + len(step.reply) for step in steps) + task_bytes + (0 if end is None else len(end))
     )
 
 
-def _find_step(steps: list[_Step], token: bytes) -> _Step | None:
+def _find_step(steps: list[UsedStep], token: bytes) -> UsedStep | None:
     found = None
     for step in steps:  # every used token is compared, so timing says nothing about which matched
         if hmac.compare_digest(step.token, token):
@@ -497,6 +497,22 @@ class JobStore:
         """D-BRG-010: a step that keeps the job active must fit with its exact size."""
         return exact_size
 
+    # --- used and unknown tokens (D-BRG-007, D-BRG-008) -------------------------------------
+
+    def replay(self, record: JobRecord, step: UsedStep) -> bytes:
+        """D-BRG-007: a used token with the identical candidate gets the retained reply, byte for byte."""
+        return step.reply
+
+    def conflict(self, record: JobRecord, token: bytes, step: UsedStep | None) -> IntentParseError:
+        """D-BRG-008: a used token with another candidate, or a token that is not the open step's,
+        is BRIDGE_STEP_CONFLICT (``step`` is the used step the token names, if any)."""
+        return _conflict()
+
+    def open_step_of_ended_job(self, record: JobRecord) -> bytes:
+        """D-BRG-008: the step that was open when the job was cancelled or expired is answered
+        with how the job ended."""
+        return record.terminal_reply()
+
     # --- transitions -----------------------------------------------------------------------
 
     def submit(self, record: JobRecord, candidate_text: str, token: bytes, digest: bytes, now: float) -> BridgeReply:
@@ -509,7 +525,7 @@ class JobStore:
             return self._refuse(record, token, digest, outcome.rejection)
         expires_at, deadline = self.deadline_after(record, now) if outcome.task is not None else (record.expires_at, 0.0)
         reply, token_after = _outcome_reply(record.job_id, outcome, expires_at, self.policy.writer)
-        step = _Step(token, digest, stored_reply(reply))
+        step = UsedStep(token, digest, stored_reply(reply))
         steps = [*record.steps, step]
         # An active job's record also counts its current task (the task material).
         new_task_bytes = len(step.reply) if token_after is not None else 0
@@ -701,14 +717,12 @@ class BridgeSession:
         used = _find_step(record.steps, token)
         if used is not None:
             if hmac.compare_digest(used.digest, digest):
-                return _fresh(used.reply)  # spec: R-IDM-001 -- the same reply, byte for byte
-            raise _conflict()  # spec: R-IDM-003
+                return _fresh(store.replay(record, used))  # spec: R-IDM-001
+            raise store.conflict(record, token, used)  # spec: R-IDM-003
         if not hmac.compare_digest(record.token, token):
-            raise _conflict()  # spec: R-IDM-004, R-LIF-005 -- terminal jobs too
+            raise store.conflict(record, token, None)  # spec: R-IDM-004, R-LIF-005 -- terminal jobs too
         if record.job is None:
-            # D-BRG-008: the step that was open when the job was cancelled or expired is
-            # answered with how the job ended.
-            return _fresh(record.terminal_reply())
+            return _fresh(store.open_step_of_ended_job(record))
         return store.submit(record, candidate_text, token, digest, now)
 
     # --- cancel ----------------------------------------------------------------------------

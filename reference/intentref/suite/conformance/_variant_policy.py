@@ -126,6 +126,15 @@ class VariantPolicy(Policy):
     # D-BRG-012: a prepare is judged before capacity is checked.  True: maxJobs and
     # maxReplayEntries are checked first, so a full Bridge refuses even a bad request.
     capacity_before_request: bool = False
+    # D-BRG-007: a used token with the identical candidate replays the retained reply.  False:
+    # it is a step conflict like any other reuse (nothing is replayed).
+    retained_replies_replayed: bool = True
+    # D-BRG-008: a token never issued for the job, or a used one with another candidate, is a
+    # step conflict.  True: INPUT_INVALID naming which member is wrong (stepToken, candidateText).
+    tokens_judged_by_cause: bool = False
+    # D-BRG-008: the open step of a cancelled job answers with how the job ended.  True: it is
+    # a step conflict (the job has no step any more).
+    cancelled_open_step_conflicts: bool = False
     # D-BRG-013: terminal records are reclaimed oldest-terminated first.  True: oldest-created.
     reclaim_oldest_created: bool = False
     # D-BRG-016: a job's deadline is its prepare time + jobTtlMs, the same for all its tasks.

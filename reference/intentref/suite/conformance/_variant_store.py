@@ -5,7 +5,8 @@ reference's.  ``VariantStore`` overrides those methods to read the fields of its
 ``VariantPolicy`` (``_variant_policy``): at their defaults every method is the reference's,
 so ``VariantStore`` with ``VariantPolicy()`` is the reference Bridge (checked by
 ``tests/conformance/test_variants_core.py``).  The state only an alternative reading needs
-(refusals kept for replay, whole-record deadlines, tombstones) lives here, not in the Bridge.
+(refusals kept for replay, whole-record deadlines, tombstones, cancelled jobs) lives here,
+not in the Bridge.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ from intentref.bridge import (
     BridgeSession,
     JobRecord,
     JobStore,
+    UsedStep,
     iso_timestamp,
     not_found_error,
     stored_reply,
 )
-from intentref.core.errors import IntentParseError, error, self_issue
+from intentref.core.errors import CANCEL_CODES, IntentParseError, Issue, error, self_issue
 from intentref.core.policy import Policy
 from intentref.suite.conformance._variant_policy import VariantPolicy
 
@@ -37,6 +39,10 @@ def _knobs(policy: Policy) -> VariantPolicy:
     # A VariantStore is built only with a VariantPolicy (AlteredTarget.open); any other policy
     # reads as VariantPolicy's defaults, which are the reference's.
     return policy if isinstance(policy, VariantPolicy) else VariantPolicy()
+
+
+def _input_fault(path: str, message: str) -> IntentParseError:
+    return error("INPUT_INVALID", "bridge", message, [Issue("INPUT_INVALID", "input", path, message)])
 
 
 class VariantStore(JobStore):
@@ -51,6 +57,8 @@ class VariantStore(JobStore):
         self.record_deadlines: dict[str, float] = {}
         # D-BRG-016 the other way: jobs the replay TTL dropped, with the session that owned them.
         self.tombstones: dict[str, BridgeSession] = {}
+        # D-BRG-008 the other way: the jobs a cancel ended, whose open step is then a conflict.
+        self.cancelled: set[str] = set()
 
     # --- the BridgeConfig (D-BRG-014) -------------------------------------------------------
 
@@ -120,6 +128,33 @@ class VariantStore(JobStore):
         super()._forget(job_id)
         self.refusals.pop(job_id, None)
         self.record_deadlines.pop(job_id, None)
+        self.cancelled.discard(job_id)
+
+    # --- used and unknown tokens (D-BRG-007, D-BRG-008) ----------------------------------------
+
+    def replay(self, record: JobRecord, step: UsedStep) -> bytes:
+        if not self.knobs.retained_replies_replayed:
+            raise self.conflict(record, step.token, step)  # nothing is replayed, not even the same text
+        return super().replay(record, step)
+
+    def conflict(self, record: JobRecord, token: bytes, step: UsedStep | None) -> IntentParseError:
+        if not self.knobs.tokens_judged_by_cause:
+            return super().conflict(record, token, step)
+        # Every token issued for a job is a used step's or the open one's, so a token that is
+        # neither was never issued for it.
+        if step is None:
+            return _input_fault("/stepToken", "stepToken was never issued for this job.")
+        return _input_fault("/candidateText", "This step was already submitted with another candidateText.")
+
+    def open_step_of_ended_job(self, record: JobRecord) -> bytes:
+        if self.knobs.cancelled_open_step_conflicts and record.job_id in self.cancelled:
+            raise super().conflict(record, record.token, None)  # a cancelled job has no step any more
+        return super().open_step_of_ended_job(record)
+
+    def end(self, record: JobRecord, exc: IntentParseError, now: float) -> bytes:
+        if exc.code in CANCEL_CODES.values():
+            self.cancelled.add(record.job_id)
+        return super().end(record, exc, now)
 
     # --- time (D-BRG-016) ----------------------------------------------------------------------
 

@@ -5,14 +5,14 @@ variant takes a reference decision another way that the seeds also allow (``alte
 
 * *writing* (wording, payload layout, issue lists, codes): a subclass of the reference's
   ``intentref.core.writer.Writer`` overriding the method that writes the part it varies, so
-  the variant Bridge writes its replies that way itself, before it keeps them for replay;
-  where the decision is about *which* issues or fields there are, the ``VariantPolicy``
-  field the core reads (D-ERR-007, D-CAN-002, D-REQ-002);
-* *reading*: a request rewritten before the reference sees it, or answered in its place,
-  an instance configuration rewritten before it is built; and the Bridge decisions that
-  keep state of their own across calls (no replay, tokens judged otherwise, jobs by cause).
-  Each such rewrite reads the input as the variant's implementation would, then hands the
-  reference what that reading means; every one is deterministic.
+  the variant Bridge writes its replies that way itself, before it keeps them for replay
+  and counts their bytes; where the decision is about *which* issues or fields there are,
+  or how used tokens are answered, a ``VariantPolicy`` field that the core's rule or the
+  Bridge's ``JobStore`` method reads (D-ERR-007, D-CAN-002, D-REQ-002, D-BRG-007, D-BRG-008);
+* *reading*: a request rewritten before the reference sees it, or answered in its place
+  (the job ids judged at the door), and an instance configuration rewritten before it is
+  built.  Each such hook reads the input as the variant's implementation would and hands
+  the reference what that reading means; every one is deterministic.
 """
 
 from __future__ import annotations
@@ -475,70 +475,19 @@ COMBINATION_LIMIT = Alteration(
 # --------------------------------------------------------------------------- tokens and replay
 
 
-def _conflict(path: str = "/stepToken") -> BridgeReply:
-    message = "This step token cannot be used now."
-    return _new_error_reply("BRIDGE_STEP_CONFLICT", "bridge", message,
-                        [{"code": "BRIDGE_STEP_CONFLICT", "category": "input", "path": path, "message": message}])  # fmt: skip
-
-
-_MOVED_BY_SUBMISSION = ("MODEL_OUTPUT_INVALID", "DATA_EXTRACTION_FAILED")
-
-
-def _no_replay_before(op: str, request: Any, memory: Memory) -> Any:
-    if op == "accept" and isinstance(request, dict) \
-            and (request.get("jobId"), request.get("stepToken")) in memory.setdefault("used", set()):
-        return _conflict()
-    return request
-
-
-def _no_replay_after(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
-    if op != "accept" or not isinstance(request, dict):
-        return reply
-    err = _error(reply)
-    moved = reply.get("kind") in ("task", "result") or (err is not None and err.get("code") in _MOVED_BY_SUBMISSION)
-    if moved:
-        memory.setdefault("used", set()).add((request.get("jobId"), request.get("stepToken")))
-    return reply
-
-
 NO_REPLAY = Alteration(
     name="no-replay",
     decisions=("D-BRG-007",),
     summary="a used step token is a conflict even with the identical candidate (no retained-reply replay)",
-    before=_no_replay_before,
-    after=_no_replay_after,
+    policy=policy_changes(retained_replies_replayed=False),
 )
-
-
-def _track_open_tokens(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
-    open_tokens = memory.setdefault("open", {})
-    if reply.get("kind") == "task":
-        open_tokens[reply.get("jobId")] = reply.get("stepToken")
-    elif op == "accept" and isinstance(request, dict):
-        err = _error(reply)
-        if reply.get("kind") == "result" or (err is not None and err.get("code") in _MOVED_BY_SUBMISSION):
-            open_tokens.pop(request.get("jobId"), None)
-    if op == "cancel" and isinstance(request, dict):
-        err = _error(reply)
-        job = request.get("jobId")
-        if err is not None and err.get("code") in CANCEL_ENDINGS and job in open_tokens:
-            memory.setdefault("cancelled", set()).add((job, open_tokens.pop(job)))
-    return reply
-
-
-def _cancelled_token_conflicts(op: str, request: Any, memory: Memory) -> Any:
-    if op == "accept" and isinstance(request, dict) \
-            and (request.get("jobId"), request.get("stepToken")) in memory.get("cancelled", set()):
-        return _conflict()
-    return request
 
 
 CANCELLED_TOKEN_CONFLICTS = Alteration(
     name="cancelled-token-conflicts",
     decisions=("D-BRG-008",),
     summary="the open token of a cancelled job is a conflict, not the job's terminal reply",
-    before=_cancelled_token_conflicts,
-    after=_track_open_tokens,
+    policy=policy_changes(cancelled_open_step_conflicts=True),
 )
 
 
@@ -671,39 +620,11 @@ JOB_NOT_FOUND_BY_CAUSE = Alteration(
 )
 
 
-def _tokens_judged_otherwise(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
-    """Where the reference answers a conflict on one of this session's jobs, say why instead.
-
-    Seed 000 says such tokens *may* be answered BRIDGE_STEP_CONFLICT; it lets only an
-    identical candidate reuse a retained reply, so the alternative is another error, not a replay.
-    """
-    tokens = memory.setdefault("tokens", {})
-    used = memory.setdefault("used_tokens", set())
-    if reply.get("kind") == "task":
-        tokens.setdefault(reply.get("jobId"), set()).add(reply.get("stepToken"))
-    if op != "accept" or not isinstance(request, dict):
-        return reply
-    job, token = request.get("jobId"), request.get("stepToken")
-    err = _error(reply)
-    if reply.get("kind") in ("task", "result") or (err is not None and err.get("code") in _MOVED_BY_SUBMISSION):
-        used.add((job, token))
-    if err is None or err.get("code") != "BRIDGE_STEP_CONFLICT" or job not in tokens:
-        return reply
-    if token not in tokens[job]:
-        path, message = "/stepToken", "stepToken was never issued for this job."
-    elif (job, token) in used:
-        path, message = "/candidateText", "This step was already submitted with another candidateText."
-    else:
-        return reply
-    return _new_error_reply("INPUT_INVALID", "bridge", message,
-                        [{"code": "INPUT_INVALID", "category": "input", "path": path, "message": message}])  # fmt: skip
-
-
 TOKENS_JUDGED_OTHERWISE = Alteration(
     name="tokens-judged-otherwise",
     decisions=("D-BRG-008",),
     summary="a token never issued for the job, or a used one with another text, is INPUT_INVALID, not a conflict",
-    after=_tokens_judged_otherwise,
+    policy=policy_changes(tokens_judged_by_cause=True),
 )
 
 
