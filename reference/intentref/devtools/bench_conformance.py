@@ -23,17 +23,23 @@ server process) is left out.
   use) against ``--jobs 1``: the speed-up is printed; the target, 1.8x, applies only where
   there are at least two CPUs, and where every run of the suite is a server process too
   (stdio, HTTP) ``--jobs 1`` already keeps more than one CPU busy, so the figure says how
-  much of the second CPU the workers win.
+  much of the second CPU the workers win.  Its ``--jobs 1`` run is also weighed in CPU: the
+  CPU seconds of the whole run (this process and every process it started, reaped: workers,
+  the zygote and the servers it forked, server processes) over its wall seconds is how many
+  CPUs it kept busy, and the CPUs there are over that is the most any ``--jobs`` can win here
+  (``scaling_ceiling``).
 """
 
 from __future__ import annotations
 
+import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,9 +59,53 @@ def _outside_command() -> str:
     return f"{script if script.exists() else shutil.which(SERVER) or SERVER} --config {{config}}"
 
 
-def _measure(spec_text: str, cases: list[Any], jobs: int | None, cold_start: bool = False
-             ) -> tuple[float, float, Counter[str]]:  # fmt: skip
-    """(seconds per case after the first, seconds to the first case, outcome tally)."""
+def cpu_seconds() -> float:
+    """User and system CPU seconds of this process and of every descendant reaped so far.
+
+    A process's CPU reaches its parent's ``RUSAGE_CHILDREN`` when the parent waits for it, and
+    so on up: a server forked by the zygote counts once the zygote has reaped it and the
+    runner has reaped the zygote.  ``workers.execute`` returns only after that.
+    """
+    return sum(usage.ru_utime + usage.ru_stime
+               for usage in (resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """What one run's CPU use says about the speed-up more worker processes can give."""
+
+    busy: float  # CPUs the run kept busy on average: its CPU seconds over its wall seconds
+    cpus: int  # CPUs this process may use
+    most: float  # the largest speed-up possible here: cpus / busy
+
+    def describe(self) -> str:
+        return f"{self.busy:.2f} of {self.cpus} CPUs busy → at most {self.most:.2f}x here"
+
+
+def scaling_ceiling(cpu: float, wall: float, cpus: int) -> Ceiling:
+    """The speed-up ``cpus`` CPUs allow a run that used ``cpu`` CPU seconds in ``wall`` seconds.
+
+    More workers cannot make the same cases cost less CPU (each worker builds its own targets
+    and servers: if anything, more), and ``cpus`` CPUs give at most ``cpus`` CPU seconds a
+    second: so a run that already keeps ``busy`` CPUs busy can be at most ``cpus / busy`` times
+    faster.  ``busy`` may exceed ``cpus`` on a noisy reading; then no speed-up is left.
+    """
+    if wall <= 0 or cpu <= 0 or cpus < 1:
+        raise ValueError(f"a run needs positive wall and CPU seconds and at least one CPU: {cpu=} {wall=} {cpus=}")
+    busy = cpu / wall
+    return Ceiling(busy, cpus, max(1.0, cpus / busy))
+
+
+@dataclass(frozen=True)
+class Measured:
+    per_case: float  # seconds per case after the first
+    startup: float  # seconds to the first case
+    tally: Counter[str]
+    wall: float  # the whole run, start-up included
+    cpu: float  # CPU seconds of the whole run: this process and every process it started
+
+
+def _measure(spec_text: str, cases: list[Any], jobs: int | None, cold_start: bool = False) -> Measured:
     from intentref.suite.conformance import registry, workers
 
     first: list[float] = []
@@ -64,12 +114,15 @@ def _measure(spec_text: str, cases: list[Any], jobs: int | None, cold_start: boo
         if not first:
             first.append(time.perf_counter())
 
+    cpu_before = cpu_seconds()
     started = time.perf_counter()
     spec = registry.parse(spec_text, cold_start=cold_start)
     outcomes, _ = workers.execute(cases, spec, jobs=jobs, on_outcome=on_outcome)
     ended = time.perf_counter()
+    cpu = cpu_seconds() - cpu_before
     per_case = (ended - first[0]) / max(len(cases) - 1, 1) if first else float("inf")
-    return per_case, (first[0] - started) if first else 0.0, Counter(o.outcome for o in outcomes)
+    return Measured(per_case, (first[0] - started) if first else 0.0, Counter(o.outcome for o in outcomes),
+                    ended - started, cpu)  # fmt: skip
 
 
 def _tally(counts: Counter[str]) -> str:
@@ -102,7 +155,8 @@ def figures(smoke: bool) -> list[Figure]:
     jobs = default_jobs()
     out: list[Figure] = []
 
-    per_case, startup, counts = _measure("reference", every, None)
+    budget = _measure("reference", every, None)
+    per_case, startup, counts = budget.per_case, budget.startup, budget.tally
     out.append(Figure(
         "conformance suite over stdio (bundled reference), after start-up",
         per_case, BUDGET_SECONDS_PER_CASE, "s/case", 1.0,
@@ -112,17 +166,20 @@ def figures(smoke: bool) -> list[Figure]:
 
     rates: dict[tuple[str, int | None], float] = {}
     tallies: dict[str, Counter[str]] = {}
+    ceilings: dict[str, Ceiling] = {}
     for name, spec in (("bundled", "reference"), ("outside", f"stdio:{_outside_command()}"), ("http", "http-reference")):
         for run_jobs in (None, 1):
-            per, _, tally = _measure(spec, normative, run_jobs)
-            rates[name, run_jobs] = per
-            tallies.setdefault(name, tally)
+            measured = _measure(spec, normative, run_jobs)
+            rates[name, run_jobs] = measured.per_case
+            tallies.setdefault(name, measured.tally)
+            if run_jobs == 1:
+                ceilings[name] = scaling_ceiling(measured.cpu, measured.wall, jobs)
     refusal = _refusal_seconds()
     # The same server without the fork path, on the cases an outside command can be asked (no
     # Bridge options: a command with no placeholder for them), so both start the same servers.
     askable = [case for case in normative if not case.bridge_options]
-    cold, _, _ = _measure("reference", askable, None, cold_start=True)
-    warm, _, _ = _measure("reference", askable, None)
+    cold = _measure("reference", askable, None, cold_start=True).per_case
+    warm = _measure("reference", askable, None).per_case
     out.append(Figure(
         "normative suite: an outside stdio command vs the bundled reference",
         rates["outside", None], rates["bundled", None], "s/case", OUTSIDE_TARGET,
@@ -148,8 +205,8 @@ def figures(smoke: bool) -> list[Figure]:
         out.append(Figure(
             f"scaling: --jobs {jobs} vs --jobs 1, {label}",
             rates[name, None], rates[name, 1], "s/case", SCALING_TARGET if jobs >= 2 else 1.0,
-            f"{1 / rates[name, None]:.0f} cases/s with {jobs} worker processes vs {1 / rates[name, 1]:.0f} with one: "
-            f"{speedup:.2f}x on {jobs} CPU{'s' if jobs != 1 else ''}"
+            f"{1 / rates[name, None]:.0f} cases/s with {jobs} worker processes vs {1 / rates[name, 1]:.0f} with one "
+            f"(its whole run: {ceilings[name].describe()}): {speedup:.2f}x on {jobs} CPU{'s' if jobs != 1 else ''}"
             + ("" if jobs >= 2 else " (one CPU: no speed-up to ask for)"),
         ))  # fmt: skip
     return out

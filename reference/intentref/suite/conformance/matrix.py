@@ -146,7 +146,7 @@ def run_matrix(impls: list[Implementation], cases: list[Case], *, time_limit: fl
 
     The cases of all implementations go into one pool of units of work over ``jobs`` worker
     processes (D-CNF-054), so no single implementation sets the run's length; each keeps its
-    own time (the seconds its units took).
+    own time (the seconds a worker spent with any of its units running, ``workers.Work.seconds``).
     """
     from intentref.suite.conformance import workers
 
