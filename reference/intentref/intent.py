@@ -22,7 +22,6 @@ from intentref.core.schema_subset import Definition
 from intentref.core.text import has_text
 
 CONFIG_KEYS: Final = frozenset({"language", "schema", "repairAttempts"})
-DEFAULT_LANGUAGE: Final = "en"  # D-CFG-002
 
 
 class ModelExecutorError(Exception):
@@ -71,7 +70,7 @@ class Intent:
         for key in config:
             if key not in CONFIG_KEYS:
                 raise _config_error("/" + jsonpointer.escape_token(str(key)), f"unknown config member {key!r}.")
-        language = config.get("language", DEFAULT_LANGUAGE)
+        language = config.get("language", policy.default_language)  # D-CFG-002
         if not has_text(language):
             raise _config_error("/language", "language must be a non-blank language tag such as zh-CN.")
         attempts = config.get("repairAttempts", DEFAULT_REPAIR_ATTEMPTS)

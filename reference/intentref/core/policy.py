@@ -65,6 +65,9 @@ class Policy:
     default_max_replay_entries: int = limits.DEFAULT_MAX_REPLAY_ENTRIES
     default_max_replay_bytes: int = limits.DEFAULT_MAX_REPLAY_BYTES
 
+    # D-CFG-002: the language an Intent config that names none works in.
+    default_language: str = "en"
+
     # D-INS-001, D-PAY-*, D-COR-001, D-ERR-006 ...: how tasks and errors are written.
     writer: Writer = REFERENCE_WRITER
 

@@ -64,7 +64,7 @@ def unsupported(path: str, message: str) -> _Fault:
     return _Fault("SCHEMA_UNSUPPORTED", path, message)
 
 
-def _too_large(path: str, message: str) -> _Fault:
+def too_large(path: str, message: str) -> _Fault:
     return _Fault("LIMIT_EXCEEDED", path, message)
 
 
@@ -169,7 +169,7 @@ def _pattern(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
     if not isinstance(value, str):
         raise unsupported(path, "pattern must be a string.")
     if len(value) > policy.max_pattern_length:
-        raise _too_large(path, f"pattern longer than {policy.max_pattern_length} characters.")
+        raise too_large(path, f"pattern longer than {policy.max_pattern_length} characters.")
     if not policy.regex_compiles(value):
         raise unsupported(path, "pattern is not an ECMA-262 regular expression.")
     yield from ()
@@ -186,7 +186,7 @@ def _enum(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
         raise unsupported(path, "enum must be a non-empty array.")
     max_values = policy.max_enum_values
     if len(value) > max_values:
-        raise _too_large(path, f"enum holds more than {max_values} values.")
+        raise too_large(path, f"enum holds more than {max_values} values.")
     yield from ()
 
 
@@ -286,7 +286,7 @@ def _check_plain_json(root: Any, max_json_depth: int) -> None:
                 raise unsupported(path, "the definition contains a cycle.")
             if depth > max_json_depth:
                 # Before anything recursive (json.dumps, the validator) meets it.
-                raise _too_large(path, f"the definition nests deeper than {max_json_depth} JSON levels.")
+                raise too_large(path, f"the definition nests deeper than {max_json_depth} JSON levels.")
             on_path.add(id(node))
             stack.append((node, path, True, depth))
             if isinstance(node, dict):
@@ -320,9 +320,9 @@ def _check_node(node: Any, path: str, depth: int, state: _WalkState, pending: li
     state.nodes += 1
     max_nodes, max_depth = state.policy.max_schema_nodes, state.policy.max_schema_depth
     if state.nodes > max_nodes:
-        raise _too_large(path, f"the definition has more than {max_nodes} schema nodes.")
+        raise too_large(path, f"the definition has more than {max_nodes} schema nodes.")
     if depth > max_depth:
-        raise _too_large(path, f"the definition nests deeper than {max_depth} levels.")
+        raise too_large(path, f"the definition nests deeper than {max_depth} levels.")
     if isinstance(node, bool):
         return  # spec: R-SCH-033 -- boolean schemas are fine below the root
     if not isinstance(node, dict):
@@ -355,7 +355,7 @@ def _check_definition(schema: Any, policy: SchemaPolicy) -> None:
     # JSON nesting of the whole definition, keyword values included (see limits.MAX_SCHEMA_JSON_DEPTH).
     _check_plain_json(schema, limits.schema_json_depth(policy.max_schema_depth, policy.max_candidate_depth))
     if len(json.dumps(schema, ensure_ascii=False).encode("utf-8")) > policy.max_schema_bytes:
-        raise _too_large("", f"the definition is larger than {policy.max_schema_bytes} bytes.")
+        raise too_large("", f"the definition is larger than {policy.max_schema_bytes} bytes.")
     # spec: R-SCH-011 -- a non-empty root is type "object" with properties.
     if schema.get("type") != "object":
         raise unsupported("/type", 'the root must have type "object".')
@@ -365,7 +365,7 @@ def _check_definition(schema: Any, policy: SchemaPolicy) -> None:
         if keyword in ROOT_FORBIDDEN:
             raise unsupported("/" + keyword, f"{keyword} is not supported at the root; put it inside a property.")
     if len(schema["properties"]) > policy.max_top_level_fields:
-        raise _too_large("/properties", f"more than {policy.max_top_level_fields} top-level fields.")
+        raise too_large("/properties", f"more than {policy.max_top_level_fields} top-level fields.")
     state = _WalkState(policy, policy.keyword_checks())
     pending: list[tuple[Any, str, int]] = [(schema, "", 0)]
     while pending:

@@ -38,7 +38,7 @@ from intentref.core.data_candidate import (
 )
 from intentref.core.errors import Issue
 from intentref.core.jsontext import CandidateTextError
-from intentref.core.limits import MAX_SAFE_INTEGER, well_formed
+from intentref.core.limits import MAX_COMBINATION_ITEMS, MAX_SAFE_INTEGER, MIN_COMBINATION_ITEMS, well_formed
 from intentref.core.policy import Policy
 from intentref.core.schema_subset import DataError, KeywordCheck, SchemaPolicy, SubSchemas
 from intentref.core.text import has_text
@@ -91,6 +91,11 @@ class VariantPolicy(Policy):
     # D-TXT-001: "blank" is ECMA-262 white space, as JavaScript's trim() reads it.  False: only
     # ASCII white space is blank in a core candidate's texts (an ideographic space is text).
     ecma_blank_texts: bool = True
+    # D-SCH-005: an anyOf/oneOf/allOf array that is empty or longer than 16 is
+    # SCHEMA_UNSUPPORTED.  True: LIMIT_EXCEEDED (the length read as a resource limit).
+    combination_length_is_a_limit: bool = False
+    # D-SCH-012: an empty enum is refused at construction.  True: accepted (it admits no value).
+    empty_enum_accepted: bool = False
     # D-REQ-002: selected fields are ordered as the definition orders them.  False: in the
     # order the request first lists them.
     selection_in_definition_order: bool = True
@@ -236,9 +241,15 @@ class VariantPolicy(Policy):
     # --- the schema subset (D-SCH-001, D-SCH-003, D-SCH-004) --------------------------------
 
     def keyword_checks(self) -> Mapping[str, KeywordCheck]:
-        if self.any_draft7_id_spelling:
-            return super().keyword_checks()
-        return {**super().keyword_checks(), "$schema": _canonical_dialect_at_the_root}
+        checks = dict(super().keyword_checks())
+        if not self.any_draft7_id_spelling:
+            checks["$schema"] = _canonical_dialect_at_the_root
+        if self.combination_length_is_a_limit:
+            for keyword in ("anyOf", "oneOf", "allOf"):
+                checks[keyword] = functools.partial(_combination_length_limited, checks[keyword])
+        if self.empty_enum_accepted:
+            checks["enum"] = functools.partial(_empty_enum_accepted, checks["enum"])
+        return checks
 
     def regex_compiles(self, pattern: str) -> bool:
         return super().regex_compiles(pattern) if self.ecma_regex else python_regex_compiles(pattern)
@@ -397,6 +408,17 @@ def _canonical_dialect_at_the_root(value: Any, path: str, policy: SchemaPolicy) 
     if not isinstance(value, str) or value not in CANONICAL_DRAFT7_IDS:  # a list or dict is not hashable
         raise schema_subset.unsupported(path, "$schema accepts only the Draft-7 identifier (http or https).")
     yield from ()
+
+
+def _combination_length_limited(reference: KeywordCheck, value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
+    if isinstance(value, list) and not MIN_COMBINATION_ITEMS <= len(value) <= MAX_COMBINATION_ITEMS:
+        raise schema_subset.too_large(path, f"a combination holds {MIN_COMBINATION_ITEMS} to {MAX_COMBINATION_ITEMS} schemas.")
+    return reference(value, path, policy)
+
+
+def _empty_enum_accepted(reference: KeywordCheck, value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
+    # Draft 7 admits no value for ``enum: []``; the reference refuses it only by decision.
+    return iter(()) if value == [] else reference(value, path, policy)
 
 
 def python_regex_compiles(pattern: str) -> bool:

@@ -6,13 +6,16 @@ variant takes a reference decision another way that the seeds also allow (``alte
 * *writing* (wording, payload layout, issue lists, codes): a subclass of the reference's
   ``intentref.core.writer.Writer`` overriding the method that writes the part it varies, so
   the variant Bridge writes its replies that way itself, before it keeps them for replay
-  and counts their bytes; where the decision is about *which* issues or fields there are,
-  or how used tokens are answered, a ``VariantPolicy`` field that the core's rule or the
-  Bridge's ``JobStore`` method reads (D-ERR-007, D-CAN-002, D-REQ-002, D-BRG-007, D-BRG-008);
+  and counts their bytes;
+* *rules*: where the decision is about which issues or fields there are, how used tokens
+  are answered, the default language or the schema subset's keyword table, a
+  ``VariantPolicy`` field that the core's rule or the Bridge's ``JobStore`` method reads
+  (D-ERR-007, D-CAN-002, D-REQ-002, D-BRG-007, D-BRG-008, D-CFG-002, D-SCH-005, D-SCH-012);
 * *reading*: a request rewritten before the reference sees it, or answered in its place
-  (the job ids judged at the door), and an instance configuration rewritten before it is
-  built.  Each such hook reads the input as the variant's implementation would and hands
-  the reference what that reading means; every one is deterministic.
+  (the job ids judged at the door), and an instance member taken away before it is built
+  (D-CNF-040 says why these stay at the boundary).  Each such hook reads the input as the
+  variant's implementation would and hands the reference what that reading means; every
+  one is deterministic.
 """
 
 from __future__ import annotations
@@ -424,51 +427,19 @@ REPAIRS_NOT_CONFIGURABLE = Alteration(
 )
 
 
-def _default_language_zh(name: str, config: dict[str, Any]) -> dict[str, Any]:
-    config.setdefault("language", "zh-CN")
-    return config
-
-
 DEFAULT_LANGUAGE_ZH = Alteration(
     name="default-language-zh",
     decisions=("D-CFG-002",),
     summary="language defaults to zh-CN",
-    config=_default_language_zh,
+    policy=policy_changes(default_language="zh-CN"),
 )
-
-
-def _walk_combinations(schema: Any, path: str) -> str | None:
-    if isinstance(schema, dict):
-        for key, value in schema.items():
-            escaped = str(key).replace("~", "~0").replace("/", "~1")
-            if key in ("anyOf", "oneOf", "allOf") and isinstance(value, list) and not 1 <= len(value) <= 16:
-                return f"{path}/{escaped}"
-            found = _walk_combinations(value, f"{path}/{escaped}")
-            if found is not None:
-                return found
-    elif isinstance(schema, list):
-        for index, value in enumerate(schema):
-            found = _walk_combinations(value, f"{path}/{index}")
-            if found is not None:
-                return found
-    return None
-
-
-def _combination_length_is_a_limit(name: str, config: dict[str, Any]) -> dict[str, Any]:
-    from intentref.core.errors import Issue, error
-
-    where = _walk_combinations(config.get("schema"), "")
-    if where is not None:
-        message = f"{where}: a combination holds 1 to 16 schemas."
-        raise error("LIMIT_EXCEEDED", "config", message, [Issue("LIMIT_EXCEEDED", "config", where, message)])
-    return config
 
 
 COMBINATION_LIMIT = Alteration(
     name="combination-length-limit",
     decisions=("D-SCH-005",),
     summary="an anyOf/oneOf/allOf array outside 1-16 is LIMIT_EXCEEDED, not SCHEMA_UNSUPPORTED",
-    config=_combination_length_is_a_limit,
+    policy=policy_changes(combination_length_is_a_limit=True),
 )
 
 
@@ -557,27 +528,11 @@ NODE_POINTERS = Alteration(
 )
 
 
-def _empty_enum_accepted(name: str, config: dict[str, Any]) -> dict[str, Any]:
-    """``enum: []`` admits no value; the variant takes it as the equivalent ``not: {}``."""
-
-    def rewrite(node: Any) -> Any:
-        if isinstance(node, dict):
-            return {("not" if k == "enum" and v == [] else k): ({} if k == "enum" and v == [] else rewrite(v))
-                    for k, v in node.items()}  # fmt: skip
-        if isinstance(node, list):
-            return [rewrite(v) for v in node]
-        return node
-
-    if isinstance(config.get("schema"), dict):
-        config["schema"] = rewrite(config["schema"])
-    return config
-
-
 EMPTY_ENUM_ACCEPTED = Alteration(
     name="empty-enum-accepted",
     decisions=("D-SCH-012",),
     summary="enum: [] is accepted (it admits no value)",
-    config=_empty_enum_accepted,
+    policy=policy_changes(empty_enum_accepted=True),
 )
 
 
