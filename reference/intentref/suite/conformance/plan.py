@@ -89,7 +89,13 @@ class Plan:
         own = sorted((p for p in self.cases if p.unsupported is None and p.config is None),
                      key=lambda p: (-p.sleeps_ms, p.index))  # fmt: skip
         units: list[Unit] = []
-        for chunk in _chunks([p.index for p in own], OWN_UNIT_CASES):
+        # A case that sleeps is a unit of its own: its wait is real time, which the threads of
+        # runs of their own can spend side by side; four sleepers in one unit waited one after
+        # another, and that unit alone set the length of the whole bundled run.
+        for planned in own:
+            if planned.sleeps_ms:
+                units.append(Unit(first + len(units), spec_key, None, (planned.index,)))
+        for chunk in _chunks([p.index for p in own if not p.sleeps_ms], OWN_UNIT_CASES):
             units.append(Unit(first + len(units), spec_key, None, chunk))
         for key in self.configurations:
             members = [p.index for p in self.cases if p.unsupported is None and p.config == key]
