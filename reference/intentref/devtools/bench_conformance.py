@@ -18,7 +18,10 @@ server process) is left out.
   its servers started as the outside command's are), which shows what the fork path alone is
   worth: the suite's own work is the same for both.
 * **HTTP against stdio** (issue 27): the bundled reference over streamable HTTP against the
-  same server over stdio: ratio <= 1.25 (HTTP at >= 80 % of stdio's cases/s).
+  same server over stdio: ratio <= 1.25 (HTTP at >= 80 % of stdio's cases/s).  Over the whole
+  normative level each side counts the cases it reports unsupported, and HTTP runs a third
+  fewer (no Bridge options, no instances of a case's own), so the figure is given twice: over
+  the normative level, and like for like on exactly the cases HTTP ran.
 * **Scaling** (issue 27): each of those at the default ``--jobs`` (the CPUs this process may
   use) against ``--jobs 1``: the speed-up is printed; the target, 1.8x, applies only where
   there are at least two CPUs, and where every run of the suite is a server process too
@@ -103,6 +106,7 @@ class Measured:
     tally: Counter[str]
     wall: float  # the whole run, start-up included
     cpu: float  # CPU seconds of the whole run: this process and every process it started
+    ran: list[Any]  # the cases the target ran (not unsupported)
 
 
 def _measure(spec_text: str, cases: list[Any], jobs: int | None, cold_start: bool = False) -> Measured:
@@ -121,8 +125,9 @@ def _measure(spec_text: str, cases: list[Any], jobs: int | None, cold_start: boo
     ended = time.perf_counter()
     cpu = cpu_seconds() - cpu_before
     per_case = (ended - first[0]) / max(len(cases) - 1, 1) if first else float("inf")
+    ran = [case for case, outcome in zip(cases, outcomes, strict=True) if outcome.outcome != "unsupported"]
     return Measured(per_case, (first[0] - started) if first else 0.0, Counter(o.outcome for o in outcomes),
-                    ended - started, cpu)  # fmt: skip
+                    ended - started, cpu, ran)  # fmt: skip
 
 
 def _tally(counts: Counter[str]) -> str:
@@ -167,6 +172,7 @@ def figures(smoke: bool) -> list[Figure]:
     rates: dict[tuple[str, int | None], float] = {}
     tallies: dict[str, Counter[str]] = {}
     ceilings: dict[str, Ceiling] = {}
+    http_ran: list[Any] = []
     for name, spec in (("bundled", "reference"), ("outside", f"stdio:{_outside_command()}"), ("http", "http-reference")):
         for run_jobs in (None, 1):
             measured = _measure(spec, normative, run_jobs)
@@ -174,6 +180,14 @@ def figures(smoke: bool) -> list[Figure]:
             tallies.setdefault(name, measured.tally)
             if run_jobs == 1:
                 ceilings[name] = scaling_ceiling(measured.cpu, measured.wall, jobs)
+            if name == "http" and run_jobs is None:
+                http_ran = measured.ran
+    # Like for like: over streamable HTTP a server configured elsewhere runs no case that sets
+    # Bridge options or instances of its own (the legacy TTL cases among them, whose waits are
+    # real time), so the per-case figures above divide different work.  The same server over
+    # stdio is also timed on exactly the cases HTTP ran.
+    same_http = _measure("http-reference", http_ran, None).per_case if http_ran else float("inf")
+    same_stdio = _measure("reference", http_ran, None).per_case if http_ran else float("inf")
     refusal = _refusal_seconds()
     # The same server without the fork path, on the cases an outside command can be asked (no
     # Bridge options: a command with no placeholder for them), so both start the same servers.
@@ -198,6 +212,12 @@ def figures(smoke: bool) -> list[Figure]:
         f"the bundled reference over streamable HTTP, a server per worker ({1 / rates['http', None]:.0f} cases/s; "
         f"{_tally(tallies['http'])}) vs over stdio ({1 / rates['bundled', None]:.0f} cases/s): "
         f"{rates['bundled', None] / rates['http', None]:.0%}",
+    ))  # fmt: skip
+    out.append(Figure(
+        "normative suite: HTTP vs stdio on the same cases (bundled reference)",
+        same_http, same_stdio, "s/case", HTTP_TARGET,
+        f"the {len(http_ran)} normative cases HTTP runs, over HTTP ({1 / same_http:.0f} cases/s) and over "
+        f"stdio ({1 / same_stdio:.0f} cases/s): {same_stdio / same_http:.0%}",
     ))  # fmt: skip
     for name, label in (("bundled", "bundled reference over stdio"), ("outside", "outside stdio command"),
                         ("http", "bundled reference over HTTP")):  # fmt: skip
