@@ -86,6 +86,11 @@ DEFAULT_TIMEOUT: Final = 10.0
 # Servers of upcoming runs of their own started ahead (StdioTarget.expect_runs): one for each
 # run the worker has open at once, and one more, so none waits for its server to start.
 PREFETCH: Final = OWN_RUNS_AT_ONCE + 1
+# Long-lived runs of an HTTP target serving cases side by side in one worker (D-CNF-054): one per
+# thread a worker has (its long-lived one and OWN_RUNS_AT_ONCE beside it, which take long-lived
+# units once no run of its own waits: over HTTP none does, a case with a Bridge of its own is
+# unsupported there).
+HTTP_LANES: Final = OWN_RUNS_AT_ONCE + 1
 # Seconds a server that broke off its start-up gets to be reaped, so its exit status can be
 # shown; a process that never existed is not waited for at all.
 PROCESS_REAP_WAIT: Final = 3.0
@@ -867,6 +872,9 @@ class HttpTarget(Target):
     transport = "mcp"
     # Its instances are the server's own: the CLI checks it serves the suite's first (D-CNF-013).
     configured_elsewhere = True
+    # A case over streamable HTTP spends most of its time waiting on request round trips, so
+    # a worker keeps this many long-lived runs (sessions of their own) serving cases side by side.
+    long_lived_lanes = HTTP_LANES
 
     def __init__(self, url: str, era: str = "auto", timeout: float = DEFAULT_TIMEOUT, name: str | None = None) -> None:
         self.era = EraChoice(era)

@@ -66,8 +66,9 @@ class Executor:
     """A target's cases, one at a time or from several threads, its long-lived runs kept open.
 
     ``plan`` (or the pytest plugin's one-case-at-a-time ``run``) decides where each case runs;
-    ``run_unit`` and ``run`` execute.  The long-lived runs are used by one thread at a time:
-    ``execute`` and the workers give every long-lived unit to the same thread.
+    ``run_unit`` and ``run`` execute.  Each long-lived run belongs to one *lane* and is used
+    by one thread at a time: ``execute`` and the workers give every long-lived unit of lane
+    ``n`` to the same thread; a target with ``long_lived_lanes`` > 1 gets that many lanes.
     """
 
     def __init__(self, target: Target, instances: dict[str, Any] | None = None, *, isolate: bool = False,
@@ -77,7 +78,7 @@ class Executor:
         self.isolate = isolate
         self._plan = plan
         self._by_id: dict[str, PlannedCase] = {p.id: p for p in plan.cases} if plan is not None else {}
-        self._runs: dict[str, Run] = {}
+        self._runs: dict[tuple[str, int], Run] = {}  # (configuration, lane) -> its long-lived run
         self._open_failures: dict[str, list[str]] = {}
         self._exited: dict[str, ServerExited] = {}  # configuration -> how its server would not start
         self._pool_refused: str | None = None  # why the pooled configuration was refused (then: SUITE)
@@ -109,7 +110,7 @@ class Executor:
     def run(self, case: Case) -> CaseOutcome:
         return self.run_planned(self.planned(case))
 
-    def run_planned(self, planned: PlannedCase) -> CaseOutcome:
+    def run_planned(self, planned: PlannedCase, lane: int = 0) -> CaseOutcome:
         if planned.unsupported is not None:
             return CaseOutcome(planned.id, UNSUPPORTED, detail=planned.unsupported)
         reason = CAPABILITIES.reason(planned.case.data, self.target, self.instances) if self.target.capabilities is None else None
@@ -117,12 +118,13 @@ class Executor:
             return CaseOutcome(planned.id, UNSUPPORTED, detail=reason)
         if planned.config is None:
             return self._own(planned.case)
-        return self._on_long_lived(planned)
+        return self._on_long_lived(planned, lane)
 
-    def run_unit(self, unit: Unit, report: Callable[[int, CaseOutcome], None]) -> None:
+    def run_unit(self, unit: Unit, report: Callable[[int, CaseOutcome], None], lane: int = 0) -> None:
+        """Run ``unit``'s cases in order; a long-lived unit on the long-lived run of ``lane``."""
         assert self._plan is not None
         for index in unit.indices:
-            report(index, self.run_planned(self._plan.cases[index]))
+            report(index, self.run_planned(self._plan.cases[index], lane))
 
     def close(self) -> None:
         while self._runs:
@@ -131,12 +133,12 @@ class Executor:
 
     # --- a long-lived run ------------------------------------------------------------------
 
-    def _on_long_lived(self, planned: PlannedCase) -> CaseOutcome:
+    def _on_long_lived(self, planned: PlannedCase, lane: int = 0) -> CaseOutcome:
         key = planned.config
         assert key is not None
         if key == POOLED and self._pool_refused is not None:
-            return self._without_pool(planned)
-        run = self._runs.get(key)
+            return self._without_pool(planned, lane)
+        run = self._runs.get((key, lane))
         if run is None:
             failures = self._open_failures.setdefault(key, [])
             if len(failures) >= _OPEN_ATTEMPTS:  # a target that cannot start should not cost a start-up per case
@@ -150,7 +152,7 @@ class Executor:
                     # This implementation refuses the merged configuration: every case goes
                     # back to the run it would have had without pooling (D-CNF-050).
                     self._pool_refused = _describe_refusal(exc)
-                    return self._without_pool(planned)
+                    return self._without_pool(planned, lane)
                 raise TargetCannotStart(_suite_refused(exc)) from None  # D-CNF-013
             except TargetCannotStart:
                 raise
@@ -158,7 +160,7 @@ class Executor:
                 failures.append(f"could not start the run of the suite's instances: {type(exc).__name__}: {exc}")
                 return CaseOutcome(planned.id, ERRORED, detail=failures[-1])
             failures.clear()
-            self._runs[key] = run
+            self._runs[key, lane] = run
         run.new_case()
         setup = planned.case.data.get("setup")
         if setup is not None and "expect" in setup:  # an accepted configuration, merged into this run
@@ -170,7 +172,7 @@ class Executor:
             if left and outcome.outcome != ERRORED:
                 outcome.detail = (outcome.detail + " " if outcome.detail else "") + (
                     f"(the run was replaced after this case: {left[0]})")
-            del self._runs[key]
+            del self._runs[key, lane]
             _close_quietly(run)
         return outcome
 
@@ -181,12 +183,12 @@ class Executor:
             return self.target.open(dict(configuration.instances), dict(configuration.options))
         return self.target.open(dict(self.instances), {})
 
-    def _without_pool(self, planned: PlannedCase) -> CaseOutcome:
+    def _without_pool(self, planned: PlannedCase, lane: int) -> CaseOutcome:
         if "setup" in planned.case.data:
             original = planned.original if planned.original is not None else planned.case
             outcome = self._own(original)
         else:
-            outcome = self._on_long_lived(PlannedCase(planned.index, planned.case, SUITE))
+            outcome = self._on_long_lived(PlannedCase(planned.index, planned.case, SUITE), lane)
         return outcome
 
     # --- a run of its own ------------------------------------------------------------------
@@ -362,13 +364,12 @@ def execute(
 
 def run_units(executor: Executor, units: Sequence[Unit], report: Callable[[int, CaseOutcome], None],
               stop: threading.Event | None = None) -> None:  # fmt: skip
-    """The long-lived units on this thread, the runs of their own on threads beside it."""
+    """The long-lived units on this thread (and its lanes' threads), the runs of their own beside them."""
     stop = stop or threading.Event()
     own: queue.SimpleQueue[Unit | None] = queue.SimpleQueue()
-    long_lived = [unit for unit in units if unit.config is not None]
+    long_lived: queue.SimpleQueue[Unit] = queue.SimpleQueue()
     for unit in units:
-        if unit.config is None:
-            own.put(unit)
+        (long_lived if unit.config is not None else own).put(unit)
     failures: list[BaseException] = []
 
     def take_own() -> None:
@@ -386,18 +387,25 @@ def run_units(executor: Executor, units: Sequence[Unit], report: Callable[[int, 
                 stop.set()
                 return
 
-    threads = min(OWN_RUNS_AT_ONCE, own.qsize())
-    with ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="intentref-own") as pool:
-        futures = [pool.submit(take_own) for _ in range(threads)]
+    def take_long_lived(lane: int) -> None:
         try:
-            for unit in long_lived:
-                if stop.is_set():
+            while not stop.is_set():
+                try:
+                    unit = long_lived.get_nowait()
+                except queue.Empty:
                     break
-                executor.run_unit(unit, report)
+                executor.run_unit(unit, report, lane)
             take_own()  # then help with the runs of their own
         except BaseException as exc:
             failures.append(exc)
             stop.set()
+
+    lanes = max(1, min(executor.target.long_lived_lanes, long_lived.qsize()))
+    threads = min(OWN_RUNS_AT_ONCE, own.qsize())
+    with ThreadPoolExecutor(max_workers=max(1, threads + lanes - 1), thread_name_prefix="intentref-own") as pool:
+        futures = [pool.submit(take_own) for _ in range(threads)]
+        futures += [pool.submit(take_long_lived, lane) for lane in range(1, lanes)]
+        take_long_lived(0)
         for future in futures:
             future.result()
     if failures:

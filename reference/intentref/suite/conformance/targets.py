@@ -208,6 +208,12 @@ class Target(abc.ABC):
     whose runs are cheap leaves it False and every case with its own instances gets a run
     of exactly those.
 
+    ``long_lived_lanes``: how many long-lived runs of one configuration may serve cases side
+    by side, each on a thread of its own (D-CNF-054).  A run that spends a case waiting on
+    request round trips (streamable HTTP) leaves its CPU idle; more than one lets the next
+    case's requests go out meanwhile.  Every lane is a run of its own, with sessions of its
+    own, so a case never sees another case's jobs.
+
     ``configured_elsewhere``: the server's instances are its own (a server already running),
     so the runner checks before the first case that it serves those the cases use
     (D-CNF-013), and a case with instances of its own is unsupported.
@@ -228,6 +234,7 @@ class Target(abc.ABC):
     transport: str = "in-process"
     capabilities: frozenset[str] | None = None
     long_lived_runs: bool = False
+    long_lived_lanes: int = 1
     configured_elsewhere: bool = False
 
     @property

@@ -75,6 +75,7 @@ class Work:
     # Filled in by plan_work, from the target it builds to plan:
     name: str = ""
     transport: str = ""
+    lanes: int = 1  # its long-lived runs that may serve cases side by side (Target.long_lived_lanes)
     # Filled in as the run goes:
     outcomes: dict[int, CaseOutcome] = field(default_factory=dict)
     seconds: float = 0.0  # its own time: a worker's seconds with any of its units running, summed over workers
@@ -133,7 +134,7 @@ def plan_work(works: Sequence[Work]) -> None:
             instances = work.instances or load_instances()
             work.probed = CAPABILITIES.probe_for(work.cases, target, instances)
             work.plan = make_plan(work.cases, target, instances, isolate=work.isolate)
-            work.name, work.transport = target.name, target.transport
+            work.name, work.transport, work.lanes = target.name, target.transport, target.long_lived_lanes
         finally:
             target.close()
 
@@ -263,19 +264,21 @@ class _Pool:
                     process.kill()
                     process.join()
 
-    def _next_unit(self, long_lived: bool) -> int | None:
+    def _next_unit(self, long_lived: bool, slot: int = 0) -> int | None:
         """The unit a worker thread takes next: fair shares of worker time (D-CNF-054).
 
         Of the targets with a unit of the asked sort still waiting, the one that has had the
         least worker time so far (its own time, plus its busy stretches still open, counted to
         now) goes next; so a slow implementation never holds back a fast one, and no single one
         sets the run's length.  A long-lived thread takes runs of their own when no long-lived
-        unit waits.
+        unit waits; the thread of slot ``n`` > 0 takes runs of their own first, then long-lived
+        units of a target with more than ``n`` lanes (``Target.long_lived_lanes``), on its lane ``n``.
         """
         used = {key: work.seconds + sum(busy.running(key) for busy in self.busy.values())
                 for key, work in self.works.items()}  # fmt: skip
-        for wanted in ((True, False) if long_lived else (False,)):
-            waiting = [u for u in self.waiting if (self.units[u].config is not None) == wanted]
+        for wanted in ((True, False) if long_lived else (False, True)):
+            waiting = [u for u in self.waiting if (self.units[u].config is not None) == wanted
+                       and (not wanted or long_lived or slot < self.works[self.units[u].spec_key].lanes)]  # fmt: skip
             if waiting:
                 # min by time used; the first waiting unit of that target (plans are in case order)
                 chosen = min(waiting, key=lambda u: (used[self.units[u].spec_key], u))
@@ -309,7 +312,7 @@ class _Pool:
             _report(self.works[key], index, outcome, self.on_outcome)
         elif kind == "want":
             _, slot, long_lived = message
-            unit = self._next_unit(long_lived)
+            unit = self._next_unit(long_lived, slot)
             if unit is not None:
                 self.running[number].add(unit)
                 self.busy[number].begin(self.units[unit].spec_key)
@@ -391,7 +394,7 @@ def _worker_main(number: int, specs: dict[str, Any], units: dict[int, Unit], pip
                 executors[key] = (target, Executor(target, instances, isolate=isolate, plan=plan))
             return executors[key][1]
 
-    def do(unit_number: int) -> None:
+    def do(unit_number: int, slot: int) -> None:
         unit = units[unit_number]
         busy.begin(unit.spec_key)
 
@@ -402,7 +405,7 @@ def _worker_main(number: int, specs: dict[str, Any], units: dict[int, Unit], pip
         try:
             executor = executor_for(unit.spec_key)
             if executor is not None:
-                executor.run_unit(unit, report)
+                executor.run_unit(unit, report, slot)  # a long-lived unit on this slot's lane
         except TargetCannotStart as exc:
             with lock:
                 cannot_start[unit.spec_key] = str(exc)
@@ -423,7 +426,7 @@ def _worker_main(number: int, specs: dict[str, Any], units: dict[int, Unit], pip
                     long_lived_up.set()  # no long-lived unit left for this worker
                 if unit_number is None:
                     return
-                do(unit_number)
+                do(unit_number, slot)
         except FixtureError as exc:
             stop.set()
             tell("fixture-error", str(exc))
