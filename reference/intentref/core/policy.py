@@ -13,7 +13,9 @@ with another policy (``intentref.suite.conformance.variants``): every normative 
 still pass, every reference case must fail under a variant of a decision it cites.
 
 What may live here: the frozen ``Policy`` record, whose defaults are the reference's own
-decisions, each field naming the decision it holds; and ``REFERENCE_POLICY``.
+decisions, each field naming the decision it holds (its ``writer`` among them: how replies
+are written, ``intentref.core.writer``); a named limit one of its rules applies; and
+``REFERENCE_POLICY``.
 """
 
 from __future__ import annotations
