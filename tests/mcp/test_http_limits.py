@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import re
 import resource
 import signal
@@ -27,7 +28,7 @@ import httpx
 from mcp import Client
 
 from intentref import Intent
-from intentref.mcp.http_guard import RETRY_AFTER_SECONDS, BodyBudget
+from intentref.mcp.http_guard import RETRY_AFTER_SECONDS, BodyBudget, ListeningSocket
 from intentref.mcp.server import IntentMcpService, serve_intent_mcp_http
 from mcp_support import CONFIG, ServerProcess, order_flow, script, script_env
 
@@ -336,3 +337,49 @@ def test_an_opening_request_that_is_not_json_opens_no_session() -> None:
             assert "mcp-session-id" not in reply.headers
         opened = http.post(server.url, json=INIT, headers=headers)
         assert opened.status_code == 200 and "mcp-session-id" in opened.headers
+
+
+# --------------------------------------------------------------------------- replies sent at once
+
+
+def _server_side_of(client: socket.socket) -> socket.socket:
+    """The server's end of ``client``'s connection, found among this process's descriptors (a dup)."""
+    wanted = (client.getpeername(), client.getsockname())
+    for name in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError, ValueError):
+            candidate = socket.socket(fileno=os.dup(int(name)))
+            with contextlib.suppress(OSError):
+                if (candidate.getsockname(), candidate.getpeername()) == wanted:
+                    return candidate
+            candidate.close()
+    raise AssertionError(f"no descriptor of this process is the server's end of {wanted}")
+
+
+def test_a_listening_socket_accepts_connections_without_nagle() -> None:
+    """spec: D-MCP-029 -- create_server makes proto-0 sockets, which asyncio leaves with Nagle's algorithm on."""
+    listening = ListeningSocket.adopt(socket.create_server(("127.0.0.1", 0)))
+    with listening, socket.create_connection(listening.getsockname()) as client:
+        accepted, _ = listening.accept()
+        with accepted:
+            assert accepted.proto == 0  # so asyncio's own setting would not apply
+            assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+            assert client.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 0  # not a default
+
+
+def test_the_http_server_sends_replies_on_kept_alive_connections_at_once() -> None:
+    """spec: D-MCP-029 -- the server's end of a client's connection has TCP_NODELAY, on every request."""
+    with thread_server() as server, socket.create_connection(server.address, timeout=10) as client:
+        body = json.dumps(INIT).encode()
+        for _ in range(2):  # the same connection, kept alive
+            head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{server.address[1]}\r\nContent-Type: application/json\r\n"
+                    f"Accept: application/json, text/event-stream\r\nContent-Length: {len(body)}\r\n\r\n")  # fmt: skip
+            client.sendall(head.encode("ascii") + body)
+            status, _ = read_status(client)
+            assert status == 200
+            client.settimeout(0.2)
+            with contextlib.suppress(TimeoutError):
+                while client.recv(65536):  # the rest of the reply; the connection stays open
+                    pass
+        server_end = _server_side_of(client)
+        with server_end:
+            assert server_end.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1

@@ -10,6 +10,9 @@ D-MCP-023), leaving everything else to the SDK and uvicorn:
   SDK in one piece.
 * ``GuardedH11Protocol`` (uvicorn protocol): closes a connection whose request head has
   not arrived within the header timeout.
+* ``ListeningSocket``: the listening socket; every connection it accepts sends small writes
+  at once (``TCP_NODELAY``, D-MCP-029), and running out of descriptors is reported once
+  per wake-up.
 * ``resource_exhaustion_handler``: one log line per interval, not a traceback per retry,
   when the process runs out of descriptors.
 """
@@ -347,7 +350,13 @@ class RateLimitFilter(logging.Filter):
 
 
 class ListeningSocket(socket.socket):
-    """A listening socket whose ``accept()`` reports running out of resources once per wake-up.
+    """A listening socket: its connections send at once; running out of descriptors is reported once per wake-up.
+
+    D-MCP-029: every accepted connection gets ``TCP_NODELAY``.  asyncio sets it only on
+    sockets whose ``proto`` is ``IPPROTO_TCP``, and ``socket.create_server`` (like uvicorn's
+    own ``bind_socket``) makes them with ``proto`` 0; left with Nagle's algorithm, a reply
+    written as a head and then a body waits for the client's delayed ACK of the head, about
+    40 ms on Linux, on every request of a kept-alive connection.
 
     asyncio's accept loop (CPython 3.11) does not stop at the first EMFILE: it retries up to
     its backlog (2,048 under uvicorn) times in the same tick, each time logging a traceback
@@ -369,11 +378,14 @@ class ListeningSocket(socket.socket):
             self._exhausted = False
             raise BlockingIOError(errno.EAGAIN, "accepting paused: out of resources")
         try:
-            return super().accept()
+            conn, address = super().accept()
         except OSError as exc:
             if exc.errno in _RESOURCE_ERRNOS:
                 self._exhausted = True
             raise
+        if conn.family in (socket.AF_INET, socket.AF_INET6):
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # D-MCP-029
+        return conn, address
 
 
 def resource_exhaustion_handler(

@@ -201,6 +201,8 @@ async def serve_http(log: str, behaviour: Mapping[str, Any]) -> None:
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
+    from intentref.mcp.http_guard import ListeningSocket
+
     recorder = Recorder(log, "http")
     bridge = create_intent_bridge({"instances": suite_instances()})
     connections = HttpConnections(bridge, recorder)
@@ -209,7 +211,9 @@ async def serve_http(log: str, behaviour: Mapping[str, Any]) -> None:
                                          allowed_origins=["http://127.0.0.1:*"])  # fmt: skip
     app = server.streamable_http_app(streamable_http_path="/mcp", transport_security=security, host="127.0.0.1",
                                      max_request_body_size=DEFAULT_MAX_REQUEST_BODY_SIZE)  # fmt: skip
-    sock = socket.create_server(("127.0.0.1", 0))
+    # Its connections send at once (D-MCP-029): a host that keeps connections alive is not
+    # held up by Nagle's algorithm here any more than by the reference's own server.
+    sock = ListeningSocket.adopt(socket.create_server(("127.0.0.1", 0)))
     uv = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False, lifespan="on",
                                        timeout_graceful_shutdown=3))  # fmt: skip
     # The socket already listens: a host may connect as soon as it reads the line.
