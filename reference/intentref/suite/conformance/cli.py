@@ -287,7 +287,9 @@ def _run(args: argparse.Namespace) -> int:
     # time it takes to read the fixtures, with no server started and stopped for it.
     cases = _selected(args)
     jobs = args.jobs or workers.default_jobs()
-    spec = _checked(spec, cases)
+    spec, findings = _checked(spec, cases)
+    for finding in findings:
+        print(f"note: {finding}")
     console = _console()
     first_done: list[float] = []
     with _progress(console, cases) as advance:
@@ -300,6 +302,8 @@ def _run(args: argparse.Namespace) -> int:
         outcomes, work = workers.execute(cases, spec, jobs=jobs, isolate=args.isolate, on_outcome=on_outcome)
     ended = time.perf_counter()
     run_info = _run_info(args, spec, work, started_at, ended - started, len(cases), jobs)
+    if findings:
+        run_info["findings"] = findings
     _print_summary(console, run_info, cases, outcomes, args.cases)
     from intentref.suite.conformance import reports
 
@@ -321,20 +325,21 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_OK if verdict.ok else EXIT_FAILED
 
 
-def _checked(spec: Any, cases: list[Any]) -> Any:
-    """A server configured elsewhere: its era negotiated once, and the instances the cases use served.
+def _checked(spec: Any, cases: list[Any]) -> tuple[Any, list[str]]:
+    """A server configured elsewhere: its era negotiated once, the instances the cases use served.
 
     Asked here, before any worker starts, so a server that cannot serve the run stops it with
-    one line (D-CNF-013, D-CNF-052).
+    one line (D-CNF-013, D-CNF-052); with what the runner learnt of it on the way (findings,
+    D-CNF-056).
     """
     from intentref.suite.conformance.registry import KINDS
 
     if not KINDS[spec.kind].configured_elsewhere:
-        return spec
+        return spec, []
     target = spec.build()
     try:
         if not target.configured_elsewhere:
-            return spec
+            return spec, []
         from dataclasses import replace
 
         if spec.era == "auto":
@@ -342,7 +347,7 @@ def _checked(spec: Any, cases: list[Any]) -> Any:
             if negotiated is not None:
                 spec = replace(spec, era=negotiated)  # the workers need not ask again
         _check_instances(target, cases)
-        return spec
+        return spec, target.findings()
     finally:
         target.close()
 

@@ -58,12 +58,15 @@ from intentref.mcp.replies import is_bridge_reply
 from intentref.suite.conformance.harness import dumps_wire
 from intentref.suite.conformance.mcp_transport import (
     CLOSE_GRACE,
+    NODELAY,
     ForkedProcess,
     ForkedServer,
+    HttpConnections,
     ProcessInfo,
     SpawnedProcess,
     WireHttpClient,
     Zygote,
+    probe_connections,
     stdio_transport,
 )
 from intentref.suite.conformance.runner import OWN_RUNS_AT_ONCE
@@ -883,6 +886,19 @@ class HttpTarget(Target):
         self.name = name or f"http: {url}"
         self.dropped = DroppedRequests()
         self._portal = _Portal()
+        self._connections: HttpConnections | None = None
+        self._probe_lock = threading.Lock()
+
+    def connections(self) -> HttpConnections:
+        """Kept alive or one per request: probed once, with the first connection (D-CNF-056)."""
+        with self._probe_lock:
+            if self._connections is None:
+                self._connections = probe_connections(self.url, self.timeout)
+            return self._connections
+
+    def findings(self) -> list[str]:
+        finding = self.connections().finding()
+        return [] if finding is None else [finding]
 
     def negotiate(self) -> str:
         """The era in force, negotiated now with one connection when it is ``auto``."""
@@ -912,8 +928,10 @@ class HttpTarget(Target):
         return None
 
     def connection(self) -> Connection:
+        connections = self.connections()
+
         def transport() -> Any:
-            return _http_transport(self.url, self.timeout)
+            return _http_transport(self.url, self.timeout, connections)
 
         return Connection(self._portal.get(), transport, self.era, self.timeout, max(3 * self.timeout, 30.0),
                           address=self.url, dropped=self.dropped)  # fmt: skip
@@ -928,12 +946,9 @@ class HttpTarget(Target):
 
 
 @contextlib.asynccontextmanager
-async def _http_transport(url: str, timeout: float) -> AsyncIterator[Any]:
-    # No keep-alive: a server that sends its response head and body in two segments with
-    # Nagle on stalls every reused connection for a delayed ACK (40 ms on Linux, measured
-    # against the reference); a fresh loopback connection per request costs far less.
-    http = WireHttpClient(timeout=httpx2.Timeout(max(timeout, 30.0), read=300.0),
-                          limits=httpx2.Limits(max_keepalive_connections=0))  # fmt: skip
+async def _http_transport(url: str, timeout: float, connections: HttpConnections) -> AsyncIterator[Any]:
+    transport = httpx2.AsyncHTTPTransport(socket_options=NODELAY, limits=connections.limits())
+    http = WireHttpClient(timeout=httpx2.Timeout(max(timeout, 30.0), read=300.0), transport=transport)
     async with http, streamable_http_client(url, http_client=http) as streams:
         yield streams
 

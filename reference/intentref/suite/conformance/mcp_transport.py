@@ -1,9 +1,12 @@
-"""Client transports for the MCP targets: server processes on stdio pipes, and HTTP bodies.
+"""Client transports for the MCP targets: server processes on stdio pipes, and HTTP connections and bodies.
 
 ``stdio_transport`` is a ``mcp.Client`` Transport over a server process's stdin/stdout.
 The process is either spawned (any command) or forked from the reference zygote
 (``intentref.suite.conformance.zygote``): the same pipes and JSON-RPC lines either way, only
 the start-up differs (D-CNF-006).
+
+Over HTTP the runner keeps connections alive, as hosts' clients do, unless the server holds
+its replies back on a kept-alive connection (``probe_connections``, D-CNF-056).
 
 Both transports write JSON as a JavaScript host does: the SDK's own writers go through
 pydantic or httpx2, which cannot encode a lone surrogate at all, while ``JSON.stringify``
@@ -18,10 +21,12 @@ import os
 import select
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -447,3 +452,63 @@ class WireHttpClient(httpx2.AsyncClient):
             headers.setdefault("Content-Type", "application/json")
             kwargs["content"], kwargs["headers"] = body, headers
         return super().build_request(method, url, **kwargs)
+
+
+# --------------------------------------------------------------------------- HTTP connections
+
+# Small writes leave at once: a request's head and body are two writes.
+NODELAY: Final = ((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),)
+# Requests per side of the probe; the first opens the connection and is not counted.
+PROBE_REQUESTS: Final = 5
+# A kept-alive reply this much slower than a fresh connection's is held back by the server
+# (Nagle's algorithm against a delayed ACK costs about 40 ms on Linux); a server that is just
+# slow is as slow on a fresh connection.
+HELD_BACK_SECONDS: Final = 0.02
+# Any request will do: the probe times replies, whatever they say.  A ping opens no session.
+_PROBE_BODY: Final = b'{"jsonrpc":"2.0","id":"intentref-connection-probe","method":"ping"}'
+_PROBE_HEADERS: Final = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+@dataclass(frozen=True)
+class HttpConnections:
+    """How the runner connects to one HTTP server (D-CNF-056)."""
+
+    keep_alive: bool
+    held_back: float = 0.0  # seconds the server held each reply on a kept-alive connection back
+
+    def finding(self) -> str | None:
+        """One line for the user when the runner had to give up kept-alive connections."""
+        if self.keep_alive:
+            return None
+        return (f"the server held each reply on a kept-alive connection back by {self.held_back * 1000:.0f} ms "
+                "(Nagle's algorithm on its sockets? TCP_NODELAY); the suite opens a connection per request, "
+                "and hosts that keep connections alive will wait so on every request")  # fmt: skip
+
+    def limits(self) -> httpx2.Limits:
+        return httpx2.Limits(max_keepalive_connections=None if self.keep_alive else 0)
+
+
+def _reply_seconds(url: str, timeout: float, keep_alive: bool) -> list[float]:
+    transport = httpx2.HTTPTransport(socket_options=NODELAY, limits=HttpConnections(keep_alive).limits())
+    seconds = []
+    with httpx2.Client(transport=transport, timeout=timeout) as http:
+        for _ in range(PROBE_REQUESTS):
+            started = time.perf_counter()
+            http.post(url, content=_PROBE_BODY, headers=_PROBE_HEADERS).read()
+            seconds.append(time.perf_counter() - started)
+    return seconds[1:]
+
+
+def probe_connections(url: str, timeout: float) -> HttpConnections:
+    """Whether the server at ``url`` answers a kept-alive connection as fast as a fresh one (D-CNF-056).
+
+    A server that cannot be reached is given kept-alive connections: the first real one says
+    what is wrong, in the runner's usual words.
+    """
+    try:
+        kept = statistics.median(_reply_seconds(url, timeout, keep_alive=True))
+        fresh = statistics.median(_reply_seconds(url, timeout, keep_alive=False))
+    except (httpx2.HTTPError, OSError):
+        return HttpConnections(keep_alive=True)
+    held_back = kept - fresh
+    return HttpConnections(keep_alive=held_back < HELD_BACK_SECONDS, held_back=max(held_back, 0.0))

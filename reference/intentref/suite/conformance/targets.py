@@ -223,7 +223,8 @@ class Target(abc.ABC):
     shares one, and the properties open no second one.
 
     ``negotiate`` and ``era_in_force``: the MCP era (D-CNF-052) of a target that has eras;
-    a target without MCP says None to both.
+    a target without MCP says None to both.  ``findings``: what its user should hear of its
+    server before the run (D-CNF-056).
 
     The runner calls nothing else on a target, and nothing else on its runs (``Run``) and
     sessions (``Session``); a user's object that is not a ``Target`` is adapted to this
@@ -275,6 +276,15 @@ class Target(abc.ABC):
         None (the default) for a target without eras.
         """
         return None
+
+    def findings(self) -> list[str]:
+        """What the runner learnt of this target's server that its user should hear, a line each.
+
+        Asked once before the run, beside ``negotiate``, for a server configured elsewhere;
+        nothing (the default) for most targets.  Over HTTP: that the runner had to open a
+        connection per request (D-CNF-056).
+        """
+        return []
 
     def close(self) -> None:
         """Release everything the target started."""

@@ -1,0 +1,98 @@
+"""How the runner connects to an HTTP server: kept alive, unless the server holds replies back (D-CNF-056).
+
+Real servers on 127.0.0.1: the reference's own (which sends at once, D-MCP-029), and the
+reference's app served by an embedder's uvicorn on a socket it bound itself
+(``tests/outside/embedded_http_server.py``), whose connections keep Nagle's algorithm on.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from intentref.suite.conformance.mcp_targets import HttpReference, HttpTarget
+from intentref.suite.conformance.mcp_transport import HELD_BACK_SECONDS, probe_connections
+from intentref.suite.conformance.targets import load_instances
+
+ROOT = Path(__file__).resolve().parents[2]
+EMBEDDED = ROOT / "tests" / "outside" / "embedded_http_server.py"
+INSTANCES = ROOT / "conformance" / "instances.json"
+
+
+@pytest.fixture
+def embedded_url() -> Iterator[str]:
+    """The reference's app behind a plain uvicorn on a socket from ``socket.create_server``."""
+    proc = subprocess.Popen([sys.executable, str(EMBEDDED), "--config", str(INSTANCES)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("url "), f"no url line (exit {proc.poll()}): {line!r}"
+        yield line.split()[1]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+
+
+def test_a_server_holding_replies_back_gets_a_connection_per_request(embedded_url: str) -> None:
+    """spec: D-CNF-056 -- about 40 ms a reply on a kept-alive connection: found, said, and avoided."""
+    connections = probe_connections(embedded_url, timeout=10)
+    assert not connections.keep_alive
+    assert connections.held_back >= HELD_BACK_SECONDS
+    finding = connections.finding()
+    assert finding is not None and "TCP_NODELAY" in finding and "a connection per request" in finding
+    target = HttpTarget(embedded_url)  # probes on its own, once, for findings and connections alike
+    try:
+        found = target.findings()
+        assert len(found) == 1 and found[0].startswith("the server held each reply on a kept-alive connection")
+        assert not target.connections().keep_alive
+    finally:
+        target.close()
+
+
+def test_the_run_says_what_it_found_and_judges_as_usual(embedded_url: str, tmp_path: Path) -> None:
+    """spec: D-CNF-056 -- one note before the run, the same line in the report, every verdict as usual."""
+    report = tmp_path / "report.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "intentref.cli", "conformance", "--http", embedded_url, "--only", "TSK-*",
+         "--json", str(report)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    notes = [line for line in done.stdout.splitlines() if line.startswith("note: ")]
+    assert len(notes) == 1 and "held each reply on a kept-alive connection back" in notes[0]
+    document = json.loads(report.read_text("utf-8"))
+    assert document["runInfo"]["findings"] == [notes[0].removeprefix("note: ")]
+    outcomes = {case["outcome"] for case in document["cases"]}
+    assert outcomes == {"passed"} and document["cases"]
+
+
+def test_the_reference_server_keeps_its_connections() -> None:
+    """spec: D-CNF-056, D-MCP-029 -- a server that sends at once is connected to as hosts connect."""
+    server = HttpReference(load_instances())
+    try:
+        connections = probe_connections(server.url, timeout=10)
+        assert connections.keep_alive, connections
+        assert connections.finding() is None
+        target = HttpTarget(server.url)
+        try:
+            assert target.findings() == []
+        finally:
+            target.close()
+    finally:
+        server.close()
+
+
+def test_a_server_that_cannot_be_reached_is_left_to_the_first_connection() -> None:
+    """spec: D-CNF-056 -- the probe says nothing of its own; the first real connection says what is wrong."""
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    connections = probe_connections(f"http://127.0.0.1:{port}/mcp", timeout=2)
+    assert connections.keep_alive and connections.held_back == 0.0
