@@ -67,3 +67,18 @@ def test_a_bundled_run_leaves_no_process_unreaped() -> None:
     assert found["leftovers"] == []
     assert found["tally"].get("passed", 0) >= 10
     assert found["cpu"] > 0 and found["wall"] > 0
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU pinning on this system")
+def test_the_pinned_run_runs_on_one_cpu_with_the_default_it_gives() -> None:
+    from intentref.devtools import bench_conformance
+
+    per_case = bench_conformance._measure_on_one_cpu("in-process", "normative")  # raises unless 1 CPU, --jobs 1
+    assert 0 < per_case < 1
+
+
+def test_a_pinned_run_that_fails_says_so() -> None:
+    from intentref.devtools import bench_conformance
+
+    with pytest.raises(RuntimeError, match="pinned run failed"):
+        bench_conformance._measure_on_one_cpu("no-such-kind", "normative")

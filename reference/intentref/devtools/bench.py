@@ -142,7 +142,7 @@ def main(smoke: bool = False, only: list[str] | None = None) -> int:
     for column in ("benchmark", "ours", "floor/peer", "ratio", "target", ""):
         table.add_column(column)
     for f in figures:
-        table.add_row(f.name, f"{f.ours:.3g} {f.unit}", f"{f.floor:.3g} {f.unit}", f"{f.ratio:.2f}x", f"<= {f.target}x",
+        table.add_row(f.name, f"{f.ours:.3g} {f.unit}", f"{f.floor:.3g} {f.unit}", f"{f.ratio:.2f}x", f"<= {f.target:.3g}x",
                       "ok" if f.ok else "OVER")  # fmt: skip
     console.print(table)
     for f in figures:

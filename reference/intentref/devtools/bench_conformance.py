@@ -31,10 +31,17 @@ server process) is left out.
   the zygote and the servers it forked, server processes) over its wall seconds is how many
   CPUs it kept busy, and the CPUs there are over that is the most any ``--jobs`` can win here
   (``scaling_ceiling``).
+* **Scaling with the machine** (issue 27, measured as its table was, with ``taskset``): the
+  same default run on one CPU (this command's child pinned to the first CPU it may use, as
+  ``taskset -c`` pins it: every worker, zygote and server inherits that) against all of
+  them, target 1.8x.  Unlike ``--jobs 1``, one CPU cannot run the suite and a server side by
+  side, so this is the figure that says whether the suite's speed grows with the machine.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import resource
 import shutil
 import subprocess
@@ -130,6 +137,32 @@ def _measure(spec_text: str, cases: list[Any], jobs: int | None, cold_start: boo
                     ended - started, cpu, ran)  # fmt: skip
 
 
+def _first_cpu() -> set[int]:
+    return {min(os.sched_getaffinity(0))} if hasattr(os, "sched_getaffinity") else set()
+
+
+def _measure_on_one_cpu(spec_text: str, level: str) -> float:
+    """Seconds per case of the default run of ``level`` in a child pinned to one CPU (as ``taskset -c``).
+
+    The child reports the CPUs it may use and the ``--jobs`` its default gave; anything but
+    one and one means the pin did not hold, and no figure is made of it.
+    """
+    one = _first_cpu()
+    if not one:
+        raise RuntimeError("this system cannot pin a process to a CPU")
+    done = subprocess.run(
+        [sys.executable, "-m", "intentref.devtools.bench_conformance", "--one-cpu", spec_text, level],
+        preexec_fn=lambda: os.sched_setaffinity(0, one),  # inherited by everything the run starts
+        capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"the pinned run failed: {done.stderr[-2000:]}")
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    if (found["cpus"], found["jobs"]) != (1, 1):
+        raise RuntimeError(f"the pinned run was not on one CPU: {found}")
+    return float(found["per_case"])
+
+
 def _tally(counts: Counter[str]) -> str:
     return ", ".join(f"{counts[k]} {k}" for k in ("passed", "failed", "unsupported", "errored") if counts[k])
 
@@ -219,8 +252,10 @@ def figures(smoke: bool) -> list[Figure]:
         f"the {len(http_ran)} normative cases HTTP runs, over HTTP ({1 / same_http:.0f} cases/s) and over "
         f"stdio ({1 / same_stdio:.0f} cases/s): {same_stdio / same_http:.0%}",
     ))  # fmt: skip
-    for name, label in (("bundled", "bundled reference over stdio"), ("outside", "outside stdio command"),
-                        ("http", "bundled reference over HTTP")):  # fmt: skip
+    targets = (("bundled", "bundled reference over stdio", "reference"),
+               ("outside", "outside stdio command", f"stdio:{_outside_command()}"),
+               ("http", "bundled reference over HTTP", "http-reference"))  # fmt: skip
+    for name, label, _ in targets:
         speedup = rates[name, 1] / rates[name, None]
         out.append(Figure(
             f"scaling: --jobs {jobs} vs --jobs 1, {label}",
@@ -229,4 +264,31 @@ def figures(smoke: bool) -> list[Figure]:
             f"(its whole run: {ceilings[name].describe()}): {speedup:.2f}x on {jobs} CPU{'s' if jobs != 1 else ''}"
             + ("" if jobs >= 2 else " (one CPU: no speed-up to ask for)"),
         ))  # fmt: skip
+    if jobs < 2 or smoke or not _first_cpu():
+        return out  # one CPU: nothing to pin away; a smoke run: the pinned runs prove nothing
+    for name, label, spec in targets:
+        pinned = _measure_on_one_cpu(spec, "normative")
+        speedup = pinned / rates[name, None]
+        out.append(Figure(
+            f"scaling with the machine: {jobs} CPUs vs 1, {label}",
+            rates[name, None], pinned, "s/case", SCALING_TARGET,
+            f"the default run on all {jobs} CPUs ({1 / rates[name, None]:.0f} cases/s) vs the same command pinned "
+            f"to one, as taskset -c pins it ({1 / pinned:.0f} cases/s, one worker process): {speedup:.2f}x",
+        ))  # fmt: skip
     return out
+
+
+def _one_cpu_main(spec_text: str, level: str) -> None:
+    """The pinned child of ``_measure_on_one_cpu``: one default run, its seconds per case as JSON."""
+    from intentref.suite.conformance.fixtures import load_cases, select
+    from intentref.suite.conformance.workers import default_jobs
+
+    measured = _measure(spec_text, select(load_cases(), level, [], []), None)
+    print(json.dumps({"per_case": measured.per_case, "cpus": len(os.sched_getaffinity(0)), "jobs": default_jobs()}))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--one-cpu":
+        _one_cpu_main(sys.argv[2], sys.argv[3])
+    else:
+        sys.exit("usage: python -m intentref.devtools.bench_conformance --one-cpu SPEC LEVEL (used by intentref bench)")
