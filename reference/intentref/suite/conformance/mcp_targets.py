@@ -68,6 +68,7 @@ from intentref.suite.conformance.mcp_transport import (
     Zygote,
     probe_connections,
     stdio_transport,
+    tls_context,
 )
 from intentref.suite.conformance.runner import OWN_RUNS_AT_ONCE
 from intentref.suite.conformance.targets import (
@@ -947,7 +948,7 @@ class HttpTarget(Target):
 
 @contextlib.asynccontextmanager
 async def _http_transport(url: str, timeout: float, connections: HttpConnections) -> AsyncIterator[Any]:
-    transport = httpx2.AsyncHTTPTransport(socket_options=NODELAY, limits=connections.limits())
+    transport = httpx2.AsyncHTTPTransport(verify=tls_context(), socket_options=NODELAY, limits=connections.limits())
     http = WireHttpClient(timeout=httpx2.Timeout(max(timeout, 30.0), read=300.0), transport=transport)
     async with http, streamable_http_client(url, http_client=http) as streams:
         yield streams

@@ -16,11 +16,13 @@ sends it as its ``\\uXXXX`` escape (D-CNF-005).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import select
 import signal
 import socket
+import ssl
 import statistics
 import subprocess
 import sys
@@ -469,6 +471,17 @@ _PROBE_BODY: Final = b'{"jsonrpc":"2.0","id":"intentref-connection-probe","metho
 _PROBE_HEADERS: Final = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
 
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The one verifying TLS context of this process's HTTP clients.
+
+    httpx builds one per client unless it is given one, reading the CA bundle each time
+    (about 20 ms): a run makes a client per connection and two for the probe, most of them
+    for plain ``http://`` URLs that never use it.
+    """
+    return httpx2.create_ssl_context()
+
+
 @dataclass(frozen=True)
 class HttpConnections:
     """How the runner connects to one HTTP server (D-CNF-056)."""
@@ -489,7 +502,8 @@ class HttpConnections:
 
 
 def _reply_seconds(url: str, timeout: float, keep_alive: bool) -> list[float]:
-    transport = httpx2.HTTPTransport(socket_options=NODELAY, limits=HttpConnections(keep_alive).limits())
+    transport = httpx2.HTTPTransport(verify=tls_context(), socket_options=NODELAY,
+                                     limits=HttpConnections(keep_alive).limits())  # fmt: skip
     seconds = []
     with httpx2.Client(transport=transport, timeout=timeout) as http:
         for _ in range(PROBE_REQUESTS):
