@@ -11,13 +11,14 @@ import json
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from intentref.suite.conformance.mcp_targets import HttpReference, HttpTarget
-from intentref.suite.conformance.mcp_transport import HELD_BACK_SECONDS, probe_connections
+from intentref.suite.conformance.mcp_transport import HELD_BACK_SECONDS, PROBE_TIMEOUT, probe_connections
 from intentref.suite.conformance.targets import load_instances
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,3 +97,13 @@ def test_a_server_that_cannot_be_reached_is_left_to_the_first_connection() -> No
         port = unused.getsockname()[1]
     connections = probe_connections(f"http://127.0.0.1:{port}/mcp", timeout=2)
     assert connections.keep_alive and connections.held_back == 0.0
+
+
+def test_a_server_that_leaves_the_ping_unanswered_costs_one_short_wait() -> None:
+    """spec: D-CNF-056 -- a listener that never replies holds the probe up for PROBE_TIMEOUT, not --timeout."""
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # connections complete in its backlog, unanswered
+        started = time.monotonic()
+        connections = probe_connections(f"http://127.0.0.1:{silent.getsockname()[1]}/mcp", timeout=60)
+        waited = time.monotonic() - started
+    assert connections.keep_alive and connections.held_back == 0.0
+    assert PROBE_TIMEOUT <= waited < 60

@@ -466,6 +466,9 @@ PROBE_REQUESTS: Final = 5
 # (Nagle's algorithm against a delayed ACK costs about 40 ms on Linux); a server that is just
 # slow is as slow on a fresh connection.
 HELD_BACK_SECONDS: Final = 0.02
+# The longest wait for one reply of the probe: a server that answers at all answers a ping in
+# milliseconds, and one that does not is left to the run, which says why in its own words.
+PROBE_TIMEOUT: Final = 2.0
 # Any request will do: the probe times replies, whatever they say.  A ping opens no session.
 _PROBE_BODY: Final = b'{"jsonrpc":"2.0","id":"intentref-connection-probe","method":"ping"}'
 _PROBE_HEADERS: Final = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -505,7 +508,7 @@ def _reply_seconds(url: str, timeout: float, keep_alive: bool) -> list[float]:
     transport = httpx2.HTTPTransport(verify=tls_context(), socket_options=NODELAY,
                                      limits=HttpConnections(keep_alive).limits())  # fmt: skip
     seconds = []
-    with httpx2.Client(transport=transport, timeout=timeout) as http:
+    with httpx2.Client(transport=transport, timeout=min(timeout, PROBE_TIMEOUT)) as http:
         for _ in range(PROBE_REQUESTS):
             started = time.perf_counter()
             http.post(url, content=_PROBE_BODY, headers=_PROBE_HEADERS).read()
@@ -516,8 +519,8 @@ def _reply_seconds(url: str, timeout: float, keep_alive: bool) -> list[float]:
 def probe_connections(url: str, timeout: float) -> HttpConnections:
     """Whether the server at ``url`` answers a kept-alive connection as fast as a fresh one (D-CNF-056).
 
-    A server that cannot be reached is given kept-alive connections: the first real one says
-    what is wrong, in the runner's usual words.
+    A server that cannot be reached, or leaves a ping unanswered for ``PROBE_TIMEOUT``, is given
+    kept-alive connections: the first real one says what is wrong, in the runner's usual words.
     """
     try:
         kept = statistics.median(_reply_seconds(url, timeout, keep_alive=True))
