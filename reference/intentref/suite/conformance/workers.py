@@ -20,15 +20,15 @@ whole run.  Summed unit by unit instead, one second of a worker counted up to
 was given 33 s.  The seconds in which other targets' units ran beside its own are still its
 own in full, so no target's time is shared out to hide it.
 
-``jobs`` defaults to the CPUs this process may use (``os.sched_getaffinity``: it honours
-``taskset`` and container limits).  ``jobs=1`` runs everything here, with no worker at all.
+``jobs`` defaults to the CPUs this process may use (``os.sched_getaffinity``, which honours
+``taskset`` and a container's cpuset, within its cgroups' CPU quota: ``intentref.suite.cpus``).
+``jobs=1`` runs everything here, with no worker at all.
 """
 
 from __future__ import annotations
 
 import contextlib
 import multiprocessing
-import os
 import queue
 import sys
 import threading
@@ -47,6 +47,7 @@ from intentref.suite.conformance.runner import OWN_RUNS_AT_ONCE, Executor, run_u
 from intentref.suite.conformance.script import ERRORED, UNSUPPORTED, CaseOutcome
 from intentref.suite.conformance.targets import Target, TargetCannotStart, load_instances
 from intentref.suite.conformance.values import FixtureError
+from intentref.suite.cpus import usable_cpus
 
 # Longest a worker's runs of their own wait for its long-lived run to answer its first case.
 LONG_LIVED_HEAD_START: Final = 10.0
@@ -55,11 +56,8 @@ _POLL_SECONDS: Final = 0.2
 
 
 def default_jobs() -> int:
-    """The CPUs this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
+    """The CPUs this process may use: its affinity, within its cgroups' CPU quota (``intentref.suite.cpus``)."""
+    return usable_cpus()
 
 
 @dataclass
