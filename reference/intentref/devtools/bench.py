@@ -122,7 +122,11 @@ def machine_line() -> str:
         cpu = names[0] if names else cpu
     except OSError:
         pass
-    return f"{platform.system()} {platform.release()}, {cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
+    from intentref.suite.cpus import usable_cpus
+
+    usable = usable_cpus()  # what the default --jobs follows (taskset, cpuset, a cgroup's quota)
+    cpus = f"{os.cpu_count()} CPUs" + (f" ({usable} usable here)" if usable != os.cpu_count() else "")
+    return f"{platform.system()} {platform.release()}, {cpu}, {cpus}, Python {platform.python_version()}"
 
 
 def main(smoke: bool = False, only: list[str] | None = None) -> int:
