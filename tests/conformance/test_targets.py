@@ -196,6 +196,18 @@ def test_dumps_wire_writes_lone_surrogates_as_escapes() -> None:
     assert json.loads(text) == {"a": "x\ud800y", "中": "\U0001f600"}
 
 
+def test_a_json_body_carries_one_content_type_however_the_caller_spells_it() -> None:
+    # spec: D-CNF-005 -- the SDK names it "content-type"; a second "Content-Type" went out as
+    # "application/json, application/json", which the TypeScript SDK's server refuses (415).
+    from intentref.suite.conformance.mcp_transport import WireHttpClient
+
+    client = WireHttpClient()
+    for given in ({"content-type": "application/json"}, {"Content-Type": "application/json"}, {}, None):
+        request = client.build_request("POST", "http://127.0.0.1:1/mcp", json={"a": "x\ud800"}, headers=given)
+        assert request.headers.get_list("content-type") == ["application/json"]
+        assert request.content == b'{"a":"x\\ud800"}'
+
+
 def test_reply_envelope_is_strict_json_equality() -> None:
     import mcp_types as types
 

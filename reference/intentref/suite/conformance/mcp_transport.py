@@ -450,8 +450,12 @@ class WireHttpClient(httpx2.AsyncClient):
     def build_request(self, method: str, url: Any, **kwargs: Any) -> httpx2.Request:
         if kwargs.get("json") is not None:
             body = dumps_wire(kwargs.pop("json")).encode("utf-8")
-            headers = dict(kwargs.pop("headers", None) or {})
-            headers.setdefault("Content-Type", "application/json")
+            # Case-insensitive: the SDK names it "content-type", and a second Content-Type
+            # ("application/json, application/json" on the wire) is refused with 415 by the
+            # TypeScript SDK's server.
+            headers = httpx2.Headers(kwargs.pop("headers", None) or {})
+            if "content-type" not in headers:
+                headers["Content-Type"] = "application/json"
             kwargs["content"], kwargs["headers"] = body, headers
         return super().build_request(method, url, **kwargs)
 
