@@ -124,6 +124,40 @@ def test_a_url_where_nothing_listens_ends_the_run(capsys: pytest.CaptureFixture[
     assert seconds < FAIL_FAST_SECONDS
 
 
+def test_a_server_that_refuses_the_handshake_over_http_ends_the_run(capsys: pytest.CaptureFixture[str]) -> None:
+    # A real HTTP server that answers every request with a JSON-RPC error and 415, as an SDK
+    # does to a request it will not read: no case can run, so one line and status 3.
+    import http.server
+    import threading
+
+    class Refusing(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Unsupported Media Type"}}'
+            self.send_response(415)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/mcp"
+        status, out, err, seconds = _main(capsys, "--http", url)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert status == 3
+    line = _one_line(err)
+    assert line.startswith("intentref conformance: the target could not start:") and "Unsupported Media Type" in line
+    assert "Traceback" not in err and "BRG-" not in out
+    assert seconds < FAIL_FAST_SECONDS
+
+
 def test_a_server_that_exits_with_a_cases_own_configuration_is_that_cases_outcome(tmp_path: Path) -> None:
     # Only the suite's own instances make a start failure fatal: a case's own configuration
     # may be why its server exits, so the other cases still run.  Refusing every other set of

@@ -333,6 +333,7 @@ def _checked(spec: Any, cases: list[Any]) -> tuple[Any, list[str]]:
     D-CNF-056).
     """
     from intentref.suite.conformance.registry import KINDS
+    from intentref.suite.conformance.targets import TargetCannotStart
 
     if not KINDS[spec.kind].configured_elsewhere:
         return spec, []
@@ -342,11 +343,16 @@ def _checked(spec: Any, cases: list[Any]) -> tuple[Any, list[str]]:
             return spec, []
         from dataclasses import replace
 
-        if spec.era == "auto":
-            negotiated = target.negotiate()
-            if negotiated is not None:
-                spec = replace(spec, era=negotiated)  # the workers need not ask again
-        _check_instances(target, cases)
+        try:
+            if spec.era == "auto":
+                negotiated = target.negotiate()
+                if negotiated is not None:
+                    spec = replace(spec, era=negotiated)  # the workers need not ask again
+            _check_instances(target, cases)
+        except RuntimeError as exc:
+            # Its first connection failed in a way no case caused (an HTTP refusal of the
+            # handshake, a broken reply): no case can run, so it is one line and status 3.
+            raise TargetCannotStart(str(exc)) from None
         return spec, target.findings()
     finally:
         target.close()
@@ -360,7 +366,7 @@ def _run_info(args: argparse.Namespace, spec: Any, work: Any, started_at: dateti
         "target": work.name or spec.text,
         "transport": work.transport,
         "era": (work.era or spec.era) if work.transport == "mcp" else "-",  # only MCP has eras
-        "eraAsked": spec.era if work.transport == "mcp" else "-",  # auto: the era above was negotiated
+        "eraAsked": args.era if work.transport == "mcp" else "-",  # auto: the era above was negotiated
         "started": started_at.isoformat(timespec="seconds"),
         "seconds": round(seconds, 3),
         "python": platform.python_version(),
