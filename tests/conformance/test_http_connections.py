@@ -27,14 +27,16 @@ INSTANCES = ROOT / "conformance" / "instances.json"
 
 
 @pytest.fixture
-def embedded_url() -> Iterator[str]:
+def embedded_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The reference's app behind a plain uvicorn on a socket from ``socket.create_server``."""
-    proc = subprocess.Popen([sys.executable, str(EMBEDDED), "--config", str(INSTANCES)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    log = tmp_path_factory.mktemp("embedded") / "stderr.txt"
+    with log.open("w") as stderr:  # a file, not a pipe nobody reads while the server serves
+        proc = subprocess.Popen([sys.executable, str(EMBEDDED), "--config", str(INSTANCES)],
+                                stdout=subprocess.PIPE, stderr=stderr, text=True)  # fmt: skip
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
-        assert line.startswith("url "), f"no url line (exit {proc.poll()}): {line!r}"
+        assert line.startswith("url "), f"no url line (exit {proc.poll()}): {log.read_text()[-2000:]}"
         yield line.split()[1]
     finally:
         proc.terminate()

@@ -90,13 +90,15 @@ def test_a_streamable_http_server_on_the_typescript_sdk_passes_every_normative_c
     # node:http and the SDK's StreamableHTTPServerTransport, a session of its own per client:
     # the lanes, kept-alive connections (D-CNF-056) and the SDK's own refusals, over HTTP.
     assert NODE.exists(), "run bash .ci/setup: it installs the pinned Node 22 under tests/node"
-    server = subprocess.Popen([str(NODE), str(TS_HTTP_SERVER), "--upstream", str(UPSTREAM), "--config",
-                               str(ROOT / "conformance" / "instances.json")],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    log = tmp_path / "server-stderr.txt"
+    with log.open("w") as stderr:  # a file, not a pipe nobody reads while the server serves
+        server = subprocess.Popen([str(NODE), str(TS_HTTP_SERVER), "--upstream", str(UPSTREAM), "--config",
+                                   str(ROOT / "conformance" / "instances.json")],
+                                  stdout=subprocess.PIPE, stderr=stderr, text=True)  # fmt: skip
     try:
         assert server.stdout is not None
         line = server.stdout.readline()
-        assert line.startswith("url "), f"no url line (exit {server.poll()}): {server.stderr.read() if server.stderr else ''}"
+        assert line.startswith("url "), f"no url line (exit {server.poll()}): {log.read_text()[-2000:]}"
         report = tmp_path / "report.json"
         done = subprocess.run(
             [sys.executable, "-m", "intentref.cli", "conformance", "--level", "normative", "--http", line.split()[1],

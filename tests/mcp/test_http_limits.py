@@ -346,12 +346,19 @@ def _server_side_of(client: socket.socket) -> socket.socket:
     """The server's end of ``client``'s connection, found among this process's descriptors (a dup)."""
     wanted = (client.getpeername(), client.getsockname())
     for name in os.listdir("/proc/self/fd"):
-        with contextlib.suppress(OSError, ValueError):
-            candidate = socket.socket(fileno=os.dup(int(name)))
-            with contextlib.suppress(OSError):
-                if (candidate.getsockname(), candidate.getpeername()) == wanted:
-                    return candidate
-            candidate.close()
+        try:
+            duplicate = os.dup(int(name))
+        except OSError:  # the listing's own descriptor, closed by now
+            continue
+        try:
+            candidate = socket.socket(fileno=duplicate)
+        except OSError:  # not a socket
+            os.close(duplicate)
+            continue
+        with contextlib.suppress(OSError):
+            if (candidate.getsockname(), candidate.getpeername()) == wanted:
+                return candidate
+        candidate.close()
     raise AssertionError(f"no descriptor of this process is the server's end of {wanted}")
 
 
