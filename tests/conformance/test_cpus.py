@@ -74,12 +74,8 @@ def test_usable_cpus_round_a_quota_up_and_never_exceed_the_affinity(tmp_path: Pa
 
 
 def _cpu_cgroup_v1() -> Path | None:
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        fields, _, tail = line.partition(" - ")
-        described = tail.split()
-        if len(described) >= 3 and described[0] == "cgroup" and "cpu" in described[2].split(","):
-            return Path(fields.split()[4])
-    return None
+    mount = cpus._mounts(Path("/proc/self/mountinfo").read_text("utf-8")).get("cpu")
+    return None if mount is None else mount.point
 
 
 def test_a_run_in_a_one_cpu_cgroup_defaults_to_one_worker() -> None:

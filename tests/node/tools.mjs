@@ -65,3 +65,8 @@ export function registerProxiedTools(server, upstream) {
     );
   }
 }
+
+/** The upstream reference's command line: `--upstream CMD`, else env INTENT_UPSTREAM, else `intent-runtime-mcp`; split on spaces. */
+export function upstreamCommand(given) {
+  return (given ?? process.env.INTENT_UPSTREAM ?? "intent-runtime-mcp").trim().split(/\s+/);
+}

@@ -33,7 +33,7 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
-import { registerProxiedTools } from "./tools.mjs";
+import { registerProxiedTools, upstreamCommand } from "./tools.mjs";
 
 const MAX_BODY_BYTES = 16 * 1024 * 1024; // the reference's own default request-body limit
 
@@ -44,9 +44,7 @@ if (!opts.config) {
   process.stderr.write("usage: node ts_http_server.mjs --config FILE [--port N] [--upstream CMD]\n");
   process.exit(1);
 }
-const [command, ...upstreamArgs] = (opts.upstream ?? process.env.INTENT_UPSTREAM ?? "intent-runtime-mcp")
-  .trim()
-  .split(/\s+/);
+const [command, ...upstreamArgs] = upstreamCommand(opts.upstream);
 
 // --------------------------------------------------------------------------- the upstream
 

@@ -28,7 +28,7 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { registerProxiedTools } from "./tools.mjs";
+import { registerProxiedTools, upstreamCommand } from "./tools.mjs";
 
 const { values: opts } = parseArgs({
   options: { config: { type: "string" }, upstream: { type: "string" } },
@@ -37,9 +37,7 @@ if (!opts.config) {
   process.stderr.write("usage: node ts_server.mjs --config FILE [--upstream CMD]\n");
   process.exit(1);
 }
-const [command, ...upstreamArgs] = (opts.upstream ?? process.env.INTENT_UPSTREAM ?? "intent-runtime-mcp")
-  .trim()
-  .split(/\s+/);
+const [command, ...upstreamArgs] = upstreamCommand(opts.upstream);
 
 // --------------------------------------------------------------------------- the upstream
 
