@@ -27,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 from intentref import properties as ip
-from intentref.suite._property_targets import STATS, close_runs, make_target
+from intentref.suite.properties.targets import STATS, close_runs, make_target
 
 # No "explain" phase: it re-runs a failing example many times to annotate it, which a
 # slow transport turns into minutes; the shrunk example and the conformance case suffice.

@@ -356,7 +356,7 @@ class JobStore:
 
     Where a Bridge decision (D-BRG-*) is applied, the rule is a method of its own, named after
     what it decides; the bodies are the reference's decisions.  A decision variant is a
-    subclass that overrides one (``intentref.suite.conformance._variant_store``), given to
+    subclass that overrides one (``intentref.suite.alterations._variant_store``), given to
     ``create_intent_bridge(store=...)``; nothing here branches on another reading.
     """
 

@@ -69,18 +69,21 @@ def build_parser() -> argparse.ArgumentParser:
     # properties / fuzz / check: each module declares its own arguments and imports its
     # machinery only when run, so building this parser stays cheap.
     from intentref.devtools import mutation
-    from intentref.suite import check, fuzz, properties_cli
+    from intentref.suite.commands import check, fuzz
+    from intentref.suite.commands import properties as properties_cli
 
     for command in (properties_cli, fuzz, check, mutation):
         command.add_parser(sub)
 
-    from intentref.suite.conformance import cli as conformance_cli  # argparse only; the runner loads when run
-    from intentref.suite.conformance import levels, matrix
+    from intentref.suite.commands import (
+        conformance as conformance_cli,  # argparse only; the runner loads when run
+    )
+    from intentref.suite.commands import levels, matrix
 
     levels.add_parser(sub)
     matrix.add_parser(sub)
 
-    from intentref.suite.host import cli as host_cli  # argparse only; the judge loads when run
+    from intentref.suite.commands import host as host_cli  # argparse only; the judge loads when run
 
     host_cli.add_parser(sub)
 

@@ -15,7 +15,7 @@ uses lives here::
             with ip.decided("D-BRG-007"):   # an assertion on a value the reference decided
                 ...
 
-* driving a target (``intentref.suite.conformance.targets``): ``Example``,
+* driving a target (``intentref.suite.targets.base``): ``Example``,
   ``ExampleSession``, ``UnsupportedByTarget``, ``catalog_instances``,
   ``generated_instances``, ``available``, ``separate_sessions``, ``DifferentialTarget``,
   ``Divergence``, ``case_from_calls``;
@@ -30,31 +30,13 @@ uses lives here::
   generators run on, ``HypothesisDraw`` and ``RandomDraw``.
 
 The property runner's own plumbing (shared runs, call counters, the target registry) stays
-private in ``intentref.suite._property_targets``.
+private in ``intentref.suite.properties.targets``.
 """
 
 from __future__ import annotations
 
-from intentref.suite._projection import FAULT_DECISIONS, DecidedAssertion, decided, failure_level, project
-from intentref.suite._property_targets import (
-    DifferentialTarget,
-    Divergence,
-    Example,
-    ExampleSession,
-    UnsupportedByTarget,
-    available,
-    canonical,
-    case_from_calls,
-    catalog_instances,
-    error_code,
-    generated_instances,
-    is_bridge_reply,
-    issue_paths,
-    separate_sessions,
-    step_of,
-)
-from intentref.suite._reference_replies import catalog_schema, reference_reply
-from intentref.suite._strategies_impl import (
+from intentref.suite.generators.reference_replies import catalog_schema, reference_reply
+from intentref.suite.generators.strategies_impl import (
     CANDIDATE_FAULTS,
     DEEP_NESTING,
     LONE_SURROGATES,
@@ -71,6 +53,30 @@ from intentref.suite._strategies_impl import (
     payload_sources,
     schema_paths,
     tool_result,
+)
+from intentref.suite.properties.projection import (
+    FAULT_DECISIONS,
+    DecidedAssertion,
+    decided,
+    failure_level,
+    project,
+)
+from intentref.suite.properties.targets import (
+    DifferentialTarget,
+    Divergence,
+    Example,
+    ExampleSession,
+    UnsupportedByTarget,
+    available,
+    canonical,
+    case_from_calls,
+    catalog_instances,
+    error_code,
+    generated_instances,
+    is_bridge_reply,
+    issue_paths,
+    separate_sessions,
+    step_of,
 )
 
 __all__ = [

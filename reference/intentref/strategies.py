@@ -42,9 +42,9 @@ from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
-from intentref.suite import _strategies_impl as _impl
-from intentref.suite._reference_replies import catalog_schema as _catalog_schema
-from intentref.suite._reference_replies import reference_reply as _reference_reply
+from intentref.suite.generators import strategies_impl as _impl
+from intentref.suite.generators.reference_replies import catalog_schema as _catalog_schema
+from intentref.suite.generators.reference_replies import reference_reply as _reference_reply
 
 T = TypeVar("T")
 

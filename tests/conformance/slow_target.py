@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from intentref.suite.conformance.targets import InProcessTarget, Reply, Run, Session
+from intentref.suite.targets.base import InProcessTarget, Reply, Run, Session
 
 CALL_SECONDS = 0.3
 

@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 
 from intentref.bridge import create_intent_bridge
-from intentref.suite.conformance.capabilities import REPAIR_ATTEMPTS, Capabilities, needs
-from intentref.suite.conformance.fixtures import Case
-from intentref.suite.conformance.mcp_targets import StdioTarget, reference_program
-from intentref.suite.conformance.runner import execute
-from intentref.suite.conformance.script import FAILED, PASSED, UNSUPPORTED
-from intentref.suite.conformance.targets import ConfigRejected, InProcessTarget, Run, load_instances
+from intentref.suite.cases.capabilities import REPAIR_ATTEMPTS, Capabilities, needs
+from intentref.suite.cases.fixtures import Case
+from intentref.suite.cases.script import FAILED, PASSED, UNSUPPORTED
+from intentref.suite.execution.runner import execute
+from intentref.suite.targets.base import ConfigRejected, InProcessTarget, Run, load_instances
+from intentref.suite.targets.mcp import StdioTarget, reference_program
 
 _NOT_JSON = "not a JSON candidate"
 _JOB0 = {"jobId": {"$reply": 0, "pointer": "/jobId"}, "stepToken": {"$reply": 0, "pointer": "/stepToken"}}

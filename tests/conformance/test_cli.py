@@ -23,12 +23,12 @@ from typing import Any
 import pytest
 
 from intentref._paths import data_dir
-from intentref.suite.conformance import cli
-from intentref.suite.conformance.cli import instances_mjs
-from intentref.suite.conformance.fixtures import load_cases, select
+from intentref.suite.cases.fixtures import load_cases, select
+from intentref.suite.commands import conformance as cli
+from intentref.suite.commands.conformance import instances_mjs
 
 INTENTREF = str(Path(sys.executable).with_name("intentref"))
-HARNESS = f"{sys.executable} -m intentref.suite.conformance.harness_reference"
+HARNESS = f"{sys.executable} -m intentref.suite.targets.harness_reference"
 
 
 def run(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:

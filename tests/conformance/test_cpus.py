@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from intentref.suite import cpus
+from intentref.suite.execution import cpus
 
 V1_MOUNT = "35 24 0:30 {root} {point} rw,relatime shared:13 - cgroup cgroup rw,cpu,cpuacct\n"
 V2_MOUNT = "30 23 0:26 {root} {point} rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate\n"
@@ -89,7 +89,7 @@ def test_a_run_in_a_one_cpu_cgroup_defaults_to_one_worker() -> None:
     except (AssertionError, OSError) as exc:
         pytest.skip(f"cannot make a cgroup v1 with a CPU quota here: {exc!r}")
     try:
-        code = "from intentref.suite.conformance.workers import default_jobs; print(default_jobs())"
+        code = "from intentref.suite.execution.workers import default_jobs; print(default_jobs())"
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True,
                               preexec_fn=lambda: (group / "cgroup.procs").write_text(str(os.getpid())))  # fmt: skip
         assert done.stdout.strip() == "1"

@@ -1,6 +1,6 @@
 """The suite is not lenient: every deliberately broken Bridge fails at least one fixture case.
 
-Each fault of ``intentref.suite.conformance.faulty`` breaks exactly one rule.  The whole fixture
+Each fault of ``intentref.suite.alterations.faulty`` breaks exactly one rule.  The whole fixture
 suite runs against each (for the MCP envelope fault: every case that checks an envelope,
 the only place it can show); a fault that no case catches is a gap in the fixtures, and
 the failure message says what case would catch it.  A fault that breaks a rule the seeds
@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from intentref.devtools.examples import ORDER_CORE
-from intentref.suite.conformance.faulty import (
+from intentref.suite.alterations.faulty import (
     FAULTS,
     MCP_MODEL,
     REFERENCE,
@@ -35,10 +35,10 @@ from intentref.suite.conformance.faulty import (
     run_named,
     target_named,
 )
-from intentref.suite.conformance.fixtures import Case, load_cases
-from intentref.suite.conformance.recall import recall_from, stdio_blind_spots
-from intentref.suite.conformance.runner import execute
-from intentref.suite.conformance.script import ERRORED, FAILED, PASSED, UNSUPPORTED, CaseOutcome
+from intentref.suite.cases.fixtures import Case, load_cases
+from intentref.suite.cases.script import ERRORED, FAILED, PASSED, UNSUPPORTED, CaseOutcome
+from intentref.suite.commands.recall import recall_from, stdio_blind_spots
+from intentref.suite.execution.runner import execute
 
 Outcomes = dict[str, CaseOutcome]
 TARGETS: tuple[str, ...] = (REFERENCE, MCP_MODEL, *FAULTS)
@@ -311,7 +311,7 @@ def test_probes_are_valid_fixture_cases() -> None:
     # So that a probe can be pasted into conformance/cases as it is.
     import jsonschema
 
-    from intentref.suite.conformance.fixtures import fixture_schema
+    from intentref.suite.cases.fixtures import fixture_schema
 
     document = {"area": "PRB", "title": "probes", "cases": [_probe(f).data for f in sorted(FAULTS)]}
     for i, case in enumerate(document["cases"]):

@@ -24,13 +24,14 @@ from rich.console import Console
 
 from intentref import Intent
 from intentref.bridge import MAX_NAMED_INSTANCES, MAX_QUOTED_NAME, create_intent_bridge
-from intentref.suite.conformance import cli, reports
-from intentref.suite.conformance.fixtures import load_cases, select
-from intentref.suite.conformance.mcp_targets import PLACEHOLDERS, HttpReference
-from intentref.suite.conformance.mcp_transport import ProcessInfo
-from intentref.suite.conformance.runner import execute
-from intentref.suite.conformance.script import UNSUPPORTED
-from intentref.suite.conformance.targets import InProcessTarget, load_instances
+from intentref.suite.cases.fixtures import load_cases, select
+from intentref.suite.cases.script import UNSUPPORTED
+from intentref.suite.commands import conformance as cli
+from intentref.suite.execution.runner import execute
+from intentref.suite.reports import conformance as reports
+from intentref.suite.targets.base import InProcessTarget, load_instances
+from intentref.suite.targets.mcp import PLACEHOLDERS, HttpReference
+from intentref.suite.targets.transport import ProcessInfo
 
 INTENTREF = str(Path(sys.executable).with_name("intentref"))
 # The issue's bound for a run whose target cannot start, measured around the run in this
@@ -172,8 +173,8 @@ def test_a_server_that_exits_with_a_cases_own_configuration_is_that_cases_outcom
             sys.exit(7)  # refuses any configuration but the suite's
         sys.exit(subprocess.call([sys.argv[1], *sys.argv[2:]]))
     """), "utf-8")  # fmt: skip
-    from intentref.suite.conformance.capabilities import REFERENCE_CAPABILITIES
-    from intentref.suite.conformance.mcp_targets import StdioTarget, reference_program
+    from intentref.suite.cases.capabilities import REFERENCE_CAPABILITIES
+    from intentref.suite.targets.mcp import StdioTarget, reference_program
 
     target = StdioTarget(f"{sys.executable} {server} {reference_program()[0]} --config {{config}}")
     # The wrapped server is the reference: declared, so no probe (D-CNF-030) meets the refusal.

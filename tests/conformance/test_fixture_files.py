@@ -13,7 +13,7 @@ import pathlib
 import jsonschema
 import pytest
 
-from intentref.suite.conformance.fixtures import fixture_files, fixture_schema, load_cases
+from intentref.suite.cases.fixtures import fixture_files, fixture_schema, load_cases
 
 FILES = fixture_files()
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from intentref.suite.conformance.mcp_targets import HttpReference, HttpTarget
-from intentref.suite.conformance.mcp_transport import HELD_BACK_SECONDS, PROBE_TIMEOUT, probe_connections
-from intentref.suite.conformance.targets import load_instances
+from intentref.suite.targets.base import load_instances
+from intentref.suite.targets.mcp import HttpReference, HttpTarget
+from intentref.suite.targets.transport import HELD_BACK_SECONDS, PROBE_TIMEOUT, probe_connections
 
 ROOT = Path(__file__).resolve().parents[2]
 EMBEDDED = ROOT / "tests" / "outside" / "embedded_http_server.py"

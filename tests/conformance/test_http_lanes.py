@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
-from intentref.suite.conformance import mcp_targets, registry, workers
-from intentref.suite.conformance.fixtures import load_cases
+from intentref.suite.cases.fixtures import load_cases
+from intentref.suite.execution import workers
+from intentref.suite.targets import mcp as mcp_targets
+from intentref.suite.targets import registry
 
 
 def _verdicts(era: str, jobs: int) -> dict[str, tuple[str, int | None]]:
@@ -37,8 +39,8 @@ def test_every_case_has_the_same_verdict_on_several_lanes_as_on_one(era: str, jo
 
 def test_a_target_with_lanes_gets_a_long_lived_run_on_each_and_every_case_once() -> None:
     # The lanes are real: with three, the long-lived units spread over three runs, none is lost.
-    from intentref.suite.conformance.runner import Executor, run_units
-    from intentref.suite.conformance.targets import InProcessTarget
+    from intentref.suite.execution.runner import Executor, run_units
+    from intentref.suite.targets.base import InProcessTarget
 
     class Laned(InProcessTarget):
         long_lived_lanes = 3

@@ -16,11 +16,12 @@ from typing import Any
 
 import pytest
 
-from intentref.suite.conformance import levels, variants
-from intentref.suite.conformance.alteration import AlteredTarget
-from intentref.suite.conformance.fixtures import Case
-from intentref.suite.conformance.runner import execute
-from intentref.suite.conformance.script import FAILED, PASSED, UNSUPPORTED
+from intentref.suite.alterations import variants
+from intentref.suite.alterations.alteration import AlteredTarget
+from intentref.suite.cases.fixtures import Case
+from intentref.suite.cases.script import FAILED, PASSED, UNSUPPORTED
+from intentref.suite.commands import levels
+from intentref.suite.execution.runner import execute
 from tests.conftest import ROOT
 
 
@@ -107,7 +108,7 @@ def test_a_case_needing_a_capability_the_variant_lacks_is_unsupported_and_counts
 
 
 def test_the_reference_itself_passes_what_a_variant_fails() -> None:
-    from intentref.suite.conformance.targets import InProcessTarget
+    from intentref.suite.targets.base import InProcessTarget
 
     [reference] = execute([BLANK_INPUT_MESSAGE], InProcessTarget())
     [variant] = execute([BLANK_INPUT_MESSAGE], variants.target("reworded"))
@@ -128,7 +129,7 @@ def test_every_variant_names_real_decisions() -> None:
 
 def _transcript(target: Any) -> list[Any]:
     """One fixed tour of the Bridge surface: what each boundary variant must answer differently."""
-    from intentref.suite.conformance.targets import ConfigRejected, load_instances
+    from intentref.suite.targets.base import ConfigRejected, load_instances
 
     instances = load_instances()
     configs = [{"language": "en", "schema": {"type": "object", "properties": {"a": {"anyOf": []}}}},
@@ -197,8 +198,8 @@ def _transcript(target: Any) -> list[Any]:
 
 
 def test_every_boundary_variant_answers_the_tour_differently() -> None:
-    from intentref.suite.conformance import _variants_boundary
-    from intentref.suite.conformance.targets import InProcessTarget
+    from intentref.suite.alterations import _variants_boundary
+    from intentref.suite.targets.base import InProcessTarget
 
     reference = _transcript(InProcessTarget())
     for variant in _variants_boundary.VARIANTS:
@@ -241,7 +242,7 @@ def test_conformance_command_takes_a_variant_target(tmp_path: Any) -> None:
 
 
 def test_envelope_cases_run_under_a_variant_through_the_mcp_tool_layer() -> None:
-    from intentref.suite.conformance.fixtures import load_cases
+    from intentref.suite.cases.fixtures import load_cases
 
     envelope = [c for c in load_cases() if c.transport == "mcp"]
     assert envelope

@@ -17,8 +17,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from intentref.suite.conformance import _variants_bridge, faulty, registry, variants, workers
-from intentref.suite.conformance.fixtures import load_cases
+from intentref.suite.alterations import _variants_bridge, faulty, variants
+from intentref.suite.cases.fixtures import load_cases
+from intentref.suite.execution import workers
+from intentref.suite.targets import registry
 
 
 def _variant_names() -> list[str]:

@@ -14,9 +14,9 @@ from typing import Any
 import jsonschema
 import pytest
 
-from intentref.suite.conformance import matrix
-from intentref.suite.conformance.fixtures import load_cases, select
-from intentref.suite.conformance.script import ERRORED, FAILED
+from intentref.suite.cases.fixtures import load_cases, select
+from intentref.suite.cases.script import ERRORED, FAILED
+from intentref.suite.commands import matrix
 from tests.conformance.test_reports import _FLAGS, _chromium
 
 

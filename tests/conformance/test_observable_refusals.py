@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from intentref.suite.conformance.fixtures import load_cases
-from intentref.suite.conformance.mcp_targets import StdioTarget
-from intentref.suite.conformance.runner import execute
-from intentref.suite.conformance.script import ERRORED, FAILED, PASSED
+from intentref.suite.cases.fixtures import load_cases
+from intentref.suite.cases.script import ERRORED, FAILED, PASSED
+from intentref.suite.execution.runner import execute
+from intentref.suite.targets.mcp import StdioTarget
 
 SCRIPTED_SERVER = Path(__file__).with_name("scripted_server.py")
 

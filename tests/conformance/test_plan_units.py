@@ -8,9 +8,9 @@ bundled run (5.3 s of its 6.8 s on two workers).
 
 from __future__ import annotations
 
-from intentref.suite.conformance.fixtures import load_cases
-from intentref.suite.conformance.plan import OWN_UNIT_CASES, make_plan
-from intentref.suite.conformance.targets import InProcessTarget, load_instances
+from intentref.suite.cases.fixtures import load_cases
+from intentref.suite.execution.plan import OWN_UNIT_CASES, make_plan
+from intentref.suite.targets.base import InProcessTarget, load_instances
 
 
 def _plan_units() -> tuple[list, list]:

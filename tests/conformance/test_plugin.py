@@ -15,11 +15,11 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from intentref.suite.conformance.faulty import faulty_target
-from intentref.suite.conformance.fixtures import load_cases, select
-from intentref.suite.conformance.runner import Executor, execute
-from intentref.suite.conformance.script import FAILED, PASSED, UNSUPPORTED
-from intentref.suite.conformance.targets import InProcessTarget
+from intentref.suite.alterations.faulty import faulty_target
+from intentref.suite.cases.fixtures import load_cases, select
+from intentref.suite.cases.script import FAILED, PASSED, UNSUPPORTED
+from intentref.suite.execution.runner import Executor, execute
+from intentref.suite.targets.base import InProcessTarget
 
 
 def pytest_in(folder: Path, *args: str, autoload: bool = True) -> subprocess.CompletedProcess[str]:
@@ -76,7 +76,7 @@ def test_project_supplies_its_own_target_fixture(tmp_path: Path) -> None:
     # A broken implementation through the overridable fixture: its failures show the mismatches.
     (tmp_path / "conftest.py").write_text(textwrap.dedent("""
         import pytest
-        from intentref.suite.conformance.faulty import faulty_target
+        from intentref.suite.alterations.faulty import faulty_target
 
         @pytest.fixture(scope="session")
         def intentref_target():

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from intentref.suite.conformance.faulty import FAULTS, harness_command
-from intentref.suite.conformance.fixtures import Case, load_cases
-from intentref.suite.conformance.harness import HarnessTarget
-from intentref.suite.conformance.recall import on_stdio_floor, recall, run_all
-from intentref.suite.conformance.runner import execute
-from intentref.suite.conformance.script import FAILED, PASSED
+from intentref.suite.alterations.faulty import FAULTS, harness_command
+from intentref.suite.cases.fixtures import Case, load_cases
+from intentref.suite.cases.script import FAILED, PASSED
+from intentref.suite.commands.recall import on_stdio_floor, recall, run_all
+from intentref.suite.execution.runner import execute
+from intentref.suite.targets.harness import HarnessTarget
 
 # spec: R-CAN-009 -- the normative reclamation cases, old and appended.
 RECLAMATION = ("CAN-0056", "CAN-0060", "CAN-0061", "CAP-0037", "CAP-0068", "CAP-0069")
@@ -61,7 +61,7 @@ def test_worker_processes_give_the_outcomes_of_one_process() -> None:
 
 
 def test_the_recall_command_takes_jobs(capsys: pytest.CaptureFixture[str]) -> None:
-    from intentref.suite.conformance.recall import main
+    from intentref.suite.commands.recall import main
 
     with pytest.raises(SystemExit) as exited:
         main(["--jobs", "0"])
@@ -89,7 +89,7 @@ def test_the_reclamation_rule_is_reached_through_a_real_harness() -> None:
     assert {k: o.outcome for k, o in outcomes.items()} == dict.fromkeys(RECLAMATION, FAILED), outcomes
     assert all("BRIDGE_STEP_CONFLICT" in str(o.mismatches[0]) for o in outcomes.values())
     # The reference harness passes them: the failures are the fault's.
-    good = HarnessTarget([sys.executable, "-m", "intentref.suite.conformance.harness_reference"])
+    good = HarnessTarget([sys.executable, "-m", "intentref.suite.targets.harness_reference"])
     try:
         assert {o.outcome for o in execute(cases, good)} == {PASSED}
     finally:

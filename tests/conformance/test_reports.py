@@ -34,13 +34,13 @@ import jsonschema
 import pytest
 from rich.console import Console
 
-from intentref.suite.conformance import reports
-from intentref.suite.conformance.faulty import faulty_target
-from intentref.suite.conformance.fixtures import Case, load_cases
-from intentref.suite.conformance.runner import execute
-from intentref.suite.conformance.script import ERRORED, FAILED, PASSED, UNSUPPORTED, CaseOutcome
-from intentref.suite.conformance.targets import InProcessTarget
-from intentref.suite.conformance.values import History, Mismatch, match
+from intentref.suite.alterations.faulty import faulty_target
+from intentref.suite.cases.fixtures import Case, load_cases
+from intentref.suite.cases.script import ERRORED, FAILED, PASSED, UNSUPPORTED, CaseOutcome
+from intentref.suite.cases.values import History, Mismatch, match
+from intentref.suite.execution.runner import execute
+from intentref.suite.reports import conformance as reports
+from intentref.suite.targets.base import InProcessTarget
 
 RUN_INFO: dict[str, Any] = {
     "target": "reference (in-process) + faults",

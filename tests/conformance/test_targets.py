@@ -24,13 +24,14 @@ from typing import Any
 
 import pytest
 
-from intentref.suite.conformance import baseline, mcp_targets
-from intentref.suite.conformance.fixtures import Case, load_cases, select
-from intentref.suite.conformance.harness import HarnessTarget, dumps_wire
-from intentref.suite.conformance.mcp_targets import CommandTemplate, HttpReference, HttpTarget, StdioTarget
-from intentref.suite.conformance.runner import execute
-from intentref.suite.conformance.script import ERRORED, FAILED, PASSED, UNSUPPORTED, CaseOutcome
-from intentref.suite.conformance.targets import InProcessTarget, load_instances
+from intentref.suite.cases import baseline
+from intentref.suite.cases.fixtures import Case, load_cases, select
+from intentref.suite.cases.script import ERRORED, FAILED, PASSED, UNSUPPORTED, CaseOutcome
+from intentref.suite.execution.runner import execute
+from intentref.suite.targets import mcp as mcp_targets
+from intentref.suite.targets.base import InProcessTarget, load_instances
+from intentref.suite.targets.harness import HarnessTarget, dumps_wire
+from intentref.suite.targets.mcp import CommandTemplate, HttpReference, HttpTarget, StdioTarget
 
 Outcomes = dict[str, CaseOutcome]
 
@@ -41,7 +42,7 @@ MCP_DIVERGENCES: frozenset[str] = frozenset()
 # these areas are about sessions, replay, lifecycle and the envelope, where the transport
 # can make a difference (every call over HTTP is a request of its own, so not all areas).
 HTTP_AREAS = ("BRG-*", "ENV-*", "IDM-*", "LIF-*", "SRV-*")
-HARNESS = [sys.executable, "-m", "intentref.suite.conformance.harness_reference"]
+HARNESS = [sys.executable, "-m", "intentref.suite.targets.harness_reference"]
 # A case with its own configuration costs a server process; the 2026 era runs them all, the
 # legacy era every fourth (and every shared-run case), to keep the test budget.
 # INTENTREF_CONFORMANCE_FULL=1 runs every case in both eras.
@@ -199,7 +200,7 @@ def test_dumps_wire_writes_lone_surrogates_as_escapes() -> None:
 def test_a_json_body_carries_one_content_type_however_the_caller_spells_it() -> None:
     # spec: D-CNF-005 -- the SDK names it "content-type"; a second "Content-Type" went out as
     # "application/json, application/json", which the TypeScript SDK's server refuses (415).
-    from intentref.suite.conformance.mcp_transport import WireHttpClient
+    from intentref.suite.targets.transport import WireHttpClient
 
     client = WireHttpClient()
     for given in ({"content-type": "application/json"}, {"Content-Type": "application/json"}, {}, None):
@@ -300,7 +301,7 @@ def test_isolated_cases_keep_the_verdicts_and_order_of_shared_runs(cases: list[C
 
 def test_a_case_run_alone_on_a_long_lived_target_needs_no_plan(cases: list[Case]) -> None:
     """The pytest plugin and the matrix's flow timing run cases one by one, unplanned (D-CNF-050)."""
-    from intentref.suite.conformance.runner import Executor
+    from intentref.suite.execution.runner import Executor
 
     chosen = [c for c in cases if c.id in ("BRG-0001", "FLD-0001")]
     chosen.append(next(c for c in cases if c.data.get("setup", {}).get("expect", {"ok": True}) != {"ok": True}))

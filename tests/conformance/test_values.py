@@ -7,7 +7,7 @@ D-ERR-007's).
 
 from __future__ import annotations
 
-from intentref.suite.conformance.values import History, match
+from intentref.suite.cases.values import History, match
 
 ISSUE = {"code": {"$type": "string"}, "path": {"$type": ["string", "null"]}}
 

@@ -1,7 +1,7 @@
 """The Bridge decision variants really take their decision another way (D-CNF-040).
 
 Each test runs the same calls under the reference choices and under one variant of
-``intentref.suite.conformance._variants_bridge`` and shows the answers differ as the variant says.
+``intentref.suite.alterations._variants_bridge`` and shows the answers differ as the variant says.
 The variants are taken from the catalogue by name, so a test fails if one is renamed away.
 """
 
@@ -18,11 +18,11 @@ import pytest
 from intentref.bridge import BridgeClosedError, IntentBridge, create_intent_bridge
 from intentref.core.policy import REFERENCE_POLICY, Policy
 from intentref.intent import Intent
-from intentref.suite.conformance._variant_policy import VariantPolicy
-from intentref.suite.conformance._variant_store import VariantStore
-from intentref.suite.conformance.alteration import AlteredTarget
-from intentref.suite.conformance.targets import ConfigRejected, load_instances
-from intentref.suite.conformance.variants import catalogue, target
+from intentref.suite.alterations._variant_policy import VariantPolicy
+from intentref.suite.alterations._variant_store import VariantStore
+from intentref.suite.alterations.alteration import AlteredTarget
+from intentref.suite.alterations.variants import catalogue, target
+from intentref.suite.targets.base import ConfigRejected, load_instances
 
 INPUT = "查询订单 000123"
 CORE = json.dumps({"normalizedInput": "查询订单 000123。", "primaryIntent": "查询订单 000123", "requirements": [],
@@ -389,7 +389,7 @@ def test_replay_ttl_tombstone() -> None:
 
 
 def test_every_bridge_variant_is_tested_here() -> None:
-    from intentref.suite.conformance import _variants_bridge
+    from intentref.suite.alterations import _variants_bridge
 
     source = Path(__file__).read_text("utf-8")
     untested = [v.name for v in _variants_bridge.VARIANTS if f'"{v.name}"' not in source]

@@ -19,11 +19,11 @@ from intentref.core.jsontext import CandidateTextError, parse_candidate
 from intentref.core.limits import utf8_length
 from intentref.core.policy import REFERENCE_POLICY
 from intentref.devtools.examples import ORDER_CORE, ORDER_DATA, ORDER_INPUT, ORDER_SCHEMA
-from intentref.suite.conformance import variants
-from intentref.suite.conformance._variant_policy import VariantPolicy
-from intentref.suite.conformance._variants_core import VARIANTS
-from intentref.suite.conformance.alteration import AlteredTarget
-from intentref.suite.conformance.targets import ConfigRejected
+from intentref.suite.alterations import variants
+from intentref.suite.alterations._variant_policy import VariantPolicy
+from intentref.suite.alterations._variants_core import VARIANTS
+from intentref.suite.alterations.alteration import AlteredTarget
+from intentref.suite.targets.base import ConfigRejected
 
 REFERENCE = AlteredTarget([], name="reference")
 CORE_TEXT = json.dumps(ORDER_CORE, ensure_ascii=False)
@@ -364,9 +364,9 @@ def test_ascii_blanks_take_an_ideographic_space_as_text() -> None:
 def test_a_variant_policy_left_at_its_defaults_is_the_reference() -> None:
     # Every VariantPolicy method falls back to the reference's rule at its defaults: the whole
     # suite gives the same verdict, case by case, on the reference and on AlteredTarget([]).
-    from intentref.suite.conformance.fixtures import load_cases
-    from intentref.suite.conformance.runner import execute
-    from intentref.suite.conformance.targets import InProcessTarget
+    from intentref.suite.cases.fixtures import load_cases
+    from intentref.suite.execution.runner import execute
+    from intentref.suite.targets.base import InProcessTarget
 
     cases = load_cases()
     reference = {o.case_id: (o.outcome, o.mismatches) for o in execute(cases, InProcessTarget())}

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import time
 
-from intentref.suite.conformance import registry, workers
-from intentref.suite.conformance.fixtures import load_cases
+from intentref.suite.cases.fixtures import load_cases
+from intentref.suite.execution import workers
+from intentref.suite.targets import registry
 
 
 class _Clock:

@@ -17,7 +17,7 @@ from intentref.core.errors import IntentParseError
 from intentref.core.policy import REFERENCE_POLICY
 from intentref.core.task import Task
 from intentref.core.writer import REFERENCE_WRITER, Writer
-from intentref.suite.conformance.alteration import Alteration, combined_writer
+from intentref.suite.alterations.alteration import Alteration, combined_writer
 
 SCHEMA = {"type": "object", "properties": {"orderId": {"type": "string"}}, "required": ["orderId"]}
 

@@ -44,7 +44,7 @@ def test_a_bundled_run_leaves_no_process_unreaped() -> None:
         PR_SET_CHILD_SUBREAPER = 36
         assert ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
         from intentref.devtools import bench_conformance
-        from intentref.suite.conformance.fixtures import load_cases
+        from intentref.suite.cases.fixtures import load_cases
         cases = [case for case in load_cases() if case.bridge_options][:12]
         measured = bench_conformance._measure("reference", cases, 1)
         leftovers = []

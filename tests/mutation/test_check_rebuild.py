@@ -20,7 +20,7 @@ from intentref.core.policy import REFERENCE_POLICY
 from intentref.core.request import ParseRequest
 from intentref.core.schema_subset import Definition
 from intentref.devtools.examples import ORDER_CORE, ORDER_INPUT, ORDER_SCHEMA
-from intentref.suite.check import judge, rebuild
+from intentref.suite.commands.check import judge, rebuild
 
 
 def _text(value: Any) -> str:

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 from wire_checks import error_faults, reply_faults
 
-from intentref.suite.conformance.fixtures import Case, load_cases
-from intentref.suite.conformance.runner import execute
-from intentref.suite.conformance.script import PASSED, UNSUPPORTED
-from intentref.suite.conformance.targets import ConfigRejected, InProcessTarget, Run
+from intentref.suite.cases.fixtures import Case, load_cases
+from intentref.suite.cases.script import PASSED, UNSUPPORTED
+from intentref.suite.execution.runner import execute
+from intentref.suite.targets.base import ConfigRejected, InProcessTarget, Run
 
 # The in-process target has no MCP envelope to check: the envelope cases run over MCP in
 # tests/conformance (test_targets, test_outside_servers), not here as skips.

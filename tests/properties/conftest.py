@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from intentref.suite.conformance import faulty
+from intentref.suite.alterations import faulty
 
 FAULT_NAMES = [name for name, fault in faulty.FAULTS.items() if not fault.envelope_only]
 
@@ -41,9 +41,9 @@ class Started:
 
 @pytest.fixture(scope="session")
 def broken_module(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    """A module of Targets, each the reference with one rule broken (intentref.suite.conformance.faulty)."""
+    """A module of Targets, each the reference with one rule broken (intentref.suite.alterations.faulty)."""
     folder = tmp_path_factory.mktemp("broken")
-    lines = ["from intentref.suite.conformance.faulty import faulty_target\n"]
+    lines = ["from intentref.suite.alterations.faulty import faulty_target\n"]
     lines += [f"def {name}():\n    return faulty_target({name!r})\n" for name in FAULT_NAMES]
     (folder / "broken_targets.py").write_text("".join(lines), "utf-8")
     return folder

@@ -12,9 +12,9 @@ import pytest
 
 from intentref import Intent, cli
 from intentref.bridge import create_intent_bridge
-from intentref.suite._property_targets import well_formed_json
-from intentref.suite.check import judge
-from intentref.suite.conformance.values import History, generate
+from intentref.suite.cases.values import History, generate
+from intentref.suite.commands.check import judge
+from intentref.suite.properties.targets import well_formed_json
 from tests.conftest import ORDER_CORE, ORDER_DATA, ORDER_SCHEMA, dumps
 
 

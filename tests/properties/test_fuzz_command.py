@@ -10,7 +10,7 @@ import pytest
 
 from intentref import cli
 from intentref import properties as ip
-from intentref.suite.fuzz import KINDS
+from intentref.suite.commands.fuzz import KINDS
 
 COUNT = 12
 
@@ -130,7 +130,7 @@ def test_replay_refuses_a_jobs_count_below_one(cases: pathlib.Path, capsys: pyte
 
 
 def test_large_and_ill_formed_texts_are_written_as_generators(tmp_path: pathlib.Path) -> None:
-    from intentref.suite.conformance.values import History, generate
+    from intentref.suite.cases.values import History, generate
 
     assert cli.main(["fuzz", "--seed", "3", "--count", "60", "--out", str(tmp_path), "--kind", "candidates"]) == 0
     seen = set()

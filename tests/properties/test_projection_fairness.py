@@ -26,10 +26,10 @@ import jsonschema
 import pytest
 
 from intentref import properties as ip
-from intentref.suite import _projection as projection
-from intentref.suite.conformance.fixtures import fixture_schema
-from intentref.suite.conformance.script import FAILED, PASSED, run_case
-from intentref.suite.conformance.targets import InProcessTarget
+from intentref.suite.cases.fixtures import fixture_schema
+from intentref.suite.cases.script import FAILED, PASSED, run_case
+from intentref.suite.properties import projection
+from intentref.suite.targets.base import InProcessTarget
 
 HERE = pathlib.Path(__file__).parent
 sys.path.insert(0, str(HERE))

@@ -10,12 +10,12 @@ import jsonschema
 import pytest
 
 from intentref import properties as ip
-from intentref.suite import properties_cli
-from intentref.suite._property_targets import close_runs
-from intentref.suite.conformance import faulty
-from intentref.suite.conformance.fixtures import fixture_schema
-from intentref.suite.conformance.script import FAILED, PASSED, run_case
-from intentref.suite.conformance.targets import InProcessTarget
+from intentref.suite.alterations import faulty
+from intentref.suite.cases.fixtures import fixture_schema
+from intentref.suite.cases.script import FAILED, PASSED, run_case
+from intentref.suite.commands import properties as properties_cli
+from intentref.suite.properties.targets import close_runs
+from intentref.suite.targets.base import InProcessTarget
 
 # The campaign drives one Bridge on its default options: a fault only reclamation under small
 # capacity options reveals (D-CNF-032) is out of its reach, and the conformance cases catch it.

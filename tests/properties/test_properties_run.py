@@ -97,7 +97,7 @@ def test_pytest_comes_with_a_plain_install() -> None:
 def test_stdio_connections_are_handed_on_with_nothing_active() -> None:
     # spec: D-CNF-024 -- a second session costs a server process; the next example reuses it.
     from intentref import properties as ip
-    from intentref.suite._property_targets import close_runs, make_target
+    from intentref.suite.properties.targets import close_runs, make_target
 
     target = make_target("reference")
     try:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from intentref import properties as ip
 from intentref import strategies as ist
 from intentref.core.limits import utf8_length
-from intentref.suite._strategies_impl import RandomDraw, core_candidate
+from intentref.suite.generators.strategies_impl import RandomDraw, core_candidate
 from tests.conftest import ROOT
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=None)

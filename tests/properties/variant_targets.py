@@ -1,7 +1,7 @@
 """Targets for proving the differential projection fair (test_projection_fairness.py).
 
 * ``reworded`` -- the reference with every *decided* spelling taken another way, built from
-  the suite's own decision variants (``intentref.suite.conformance.variants``): other
+  the suite's own decision variants (``intentref.suite.alterations.variants``): other
   wording (D-ERR-006, D-INS-001), the intent_core schema re-spelled (D-COR-001), the payload
   laid out otherwise (D-PAY-001, D-PAY-003), tokens as UUIDs (D-BRG-006).  Every reply means
   what the reference's means; the differential properties must see no divergence.
@@ -21,14 +21,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from intentref.suite.conformance import faulty, variants
-from intentref.suite.conformance.alteration import (
+from intentref.suite.alterations import faulty, variants
+from intentref.suite.alterations.alteration import (
     Alteration,
     AlteredBridge,
     AlteredTarget,
     altered_bridge_factory,
 )
-from intentref.suite.conformance.faulty import items_of
+from intentref.suite.alterations.faulty import items_of
 
 
 def _awaiting_confirmation_outranked(op: str, request: Any, reply: Any, memory: dict[str, Any]) -> Any:

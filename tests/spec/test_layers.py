@@ -178,7 +178,7 @@ def test_the_circles_issue_18_broke_stay_broken() -> None:
     bench_family = {"intentref.devtools.bench_bridge", "intentref.devtools.bench_mcp", "intentref.devtools.soak",
                     "intentref.devtools.bench_conformance"}  # fmt: skip
     assert not any("intentref.devtools.bench" in graph[module] for module in bench_family)
-    assert "intentref.suite._property_targets" not in graph["intentref.suite._strategies_impl"]
+    assert "intentref.suite.properties.targets" not in graph["intentref.suite.generators.strategies_impl"]
     assert "intentref" not in graph["intentref.mcp.server"]
 
 
@@ -192,7 +192,7 @@ def test_each_layer_package_says_what_it_may_import() -> None:
 
 
 _SYNTHETIC_KNOWN = {"intentref.core.text", "intentref.core.errors", "intentref.mcp.server", "intentref.devtools.bench",
-                    "intentref.suite.fuzz", "intentref.bridge"}  # fmt: skip
+                    "intentref.suite.commands.fuzz", "intentref.bridge"}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -200,7 +200,7 @@ _SYNTHETIC_KNOWN = {"intentref.core.text", "intentref.core.errors", "intentref.m
     [
         ("intentref.core.text", False, "from intentref.mcp import server\n", "intentref.mcp.server"),
         ("intentref.core.text", False, "def later():\n    from ..bridge import X\n", "intentref.bridge"),
-        ("intentref.suite.fuzz", False, "import intentref.devtools.bench\n", "intentref.devtools.bench"),
+        ("intentref.suite.commands.fuzz", False, "import intentref.devtools.bench\n", "intentref.devtools.bench"),
         ("intentref.core", True, "from .. import serve_intent_mcp\n", "intentref"),
     ],
 )
@@ -245,14 +245,14 @@ def test_the_public_names_stay_where_users_import_them() -> None:
     assert callable(strategies.requests) and callable(strategies.broken_candidates)
     # What a property drives a target with is published beside the strategies (issue 23).
     properties = importlib.import_module("intentref.properties")
-    from intentref.suite._property_targets import Example
+    from intentref.suite.properties.targets import Example
 
     assert properties.Example is Example and callable(properties.decided)
 
 
 def test_the_plugin_keeps_its_published_path() -> None:
     published = importlib.import_module("intentref.conformance.pytest_plugin")
-    engine = importlib.import_module("intentref.suite.conformance.pytest_plugin")
+    engine = importlib.import_module("intentref.suite.pytest_plugin")
     hooks = [name for name in dir(engine) if name.startswith("pytest_")]
     assert hooks and all(getattr(published, name) is getattr(engine, name) for name in hooks)
     assert published._intentref_executor is engine._intentref_executor

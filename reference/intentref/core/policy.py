@@ -9,7 +9,7 @@ keep it; nothing here is ambient, so what a call does depends only on the object
 made on (``tests/spec/test_no_ambient_policy.py`` keeps it so).
 
 The suite proves which conformance cases rest on a decision by building the reference
-with another policy (``intentref.suite.conformance.variants``): every normative case must
+with another policy (``intentref.suite.alterations.variants``): every normative case must
 still pass, every reference case must fail under a variant of a decision it cites.
 
 What may live here: the frozen ``Policy`` record, whose defaults are the reference's own

@@ -16,7 +16,7 @@ has decided what happened:
 A ``Writer`` is part of the ``Policy`` a Bridge or an Intent is built with.  Another writing
 is a subclass that overrides the method writing one part, as python-jsonschema builds
 another dialect by swapping functions; the suite's decision variants of the decisions named
-below are such subclasses (``intentref.suite.conformance._variants_boundary``).
+below are such subclasses (``intentref.suite.alterations._variants_boundary``).
 
 What may live here: ``Writer``, one method per part of a reply, each naming the decision it
 applies, and ``REFERENCE_WRITER``.  Nothing here judges anything: which issues an error has,

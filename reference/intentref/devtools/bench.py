@@ -122,7 +122,7 @@ def machine_line() -> str:
         cpu = names[0] if names else cpu
     except OSError:
         pass
-    from intentref.suite.cpus import usable_cpus
+    from intentref.suite.execution.cpus import usable_cpus
 
     usable = usable_cpus()  # what the default --jobs follows (taskset, cpuset, a cgroup's quota)
     cpus = f"{os.cpu_count()} CPUs" + (f" ({usable} usable here)" if usable != os.cpu_count() else "")

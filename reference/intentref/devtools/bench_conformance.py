@@ -117,7 +117,8 @@ class Measured:
 
 
 def _measure(spec_text: str, cases: list[Any], jobs: int | None, cold_start: bool = False) -> Measured:
-    from intentref.suite.conformance import registry, workers
+    from intentref.suite.execution import workers
+    from intentref.suite.targets import registry
 
     first: list[float] = []
 
@@ -182,8 +183,8 @@ def _refusal_seconds() -> float:
 
 
 def figures(smoke: bool) -> list[Figure]:
-    from intentref.suite.conformance.fixtures import load_cases, select
-    from intentref.suite.conformance.workers import default_jobs
+    from intentref.suite.cases.fixtures import load_cases, select
+    from intentref.suite.execution.workers import default_jobs
 
     every = load_cases()
     normative = select(every, "normative", [], [])
@@ -280,8 +281,8 @@ def figures(smoke: bool) -> list[Figure]:
 
 def _one_cpu_main(spec_text: str, level: str) -> None:
     """The pinned child of ``_measure_on_one_cpu``: one default run, its seconds per case as JSON."""
-    from intentref.suite.conformance.fixtures import load_cases, select
-    from intentref.suite.conformance.workers import default_jobs
+    from intentref.suite.cases.fixtures import load_cases, select
+    from intentref.suite.execution.workers import default_jobs
 
     measured = _measure(spec_text, select(load_cases(), level, [], []), None)
     print(json.dumps({"per_case": measured.per_case, "cpus": len(os.sched_getaffinity(0)), "jobs": default_jobs()}))

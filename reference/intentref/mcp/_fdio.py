@@ -1,7 +1,7 @@
 """Non-blocking reads and writes on raw file descriptors, for anyio code.
 
 Shared by the server's stdio transport (``intentref.mcp.stdio``) and the conformance
-runner's client transport (``intentref.suite.conformance.mcp_transport``): both move JSON-RPC
+runner's client transport (``intentref.suite.targets.transport``): both move JSON-RPC
 lines over pipes set to O_NONBLOCK and wait on the event loop instead of a thread.
 """
 

@@ -10,7 +10,7 @@ makes its own.  Only the interpreter start-up and the imports are skipped.
 
     python -m intentref.suite.host.forkserver SOCKET
 
-The protocol on SOCKET is the conformance zygote's (``intentref.suite.conformance.zygote``):
+The protocol on SOCKET is the conformance zygote's (``intentref.suite.targets.zygote``):
 one JSON line ``{"argv": [...], "cwd": ...}`` with three descriptors, answered by the child's
 pid and later its exit status.  Only the child differs: it runs ``serve.main(argv)``.
 """
@@ -22,7 +22,7 @@ import importlib
 import sys
 from typing import Final
 
-from intentref.suite.conformance.zygote import Zygote, become_child
+from intentref.suite.targets.zygote import Zygote, become_child
 
 _PRELOADED: Final = (
     "intentref.suite.host.serve",

@@ -1,0 +1,697 @@
+"""Decision variants at the boundary: how replies are written, and how requests and configurations are read.
+
+These are the choices an independent implementation most often makes differently.  Each
+variant takes a reference decision another way that the seeds also allow (``alteration``):
+
+* *writing* (wording, payload layout, issue lists, codes): a subclass of the reference's
+  ``intentref.core.writer.Writer`` overriding the method that writes the part it varies, so
+  the variant Bridge writes its replies that way itself, before it keeps them for replay
+  and counts their bytes;
+* *rules*: where the decision is about which issues or fields there are, how used tokens
+  are answered, the default language or the schema subset's keyword table, a
+  ``VariantPolicy`` field that the core's rule or the Bridge's ``JobStore`` method reads
+  (D-ERR-007, D-CAN-002, D-REQ-002, D-BRG-007, D-BRG-008, D-CFG-002, D-SCH-005, D-SCH-012);
+* *reading*: a request rewritten before the reference sees it, or answered in its place
+  (the job ids judged at the door), and an instance member taken away before it is built
+  (D-CNF-040 says why these stay at the boundary).  Each such hook reads the input as the
+  variant's implementation would and hands the reference what that reading means; every
+  one is deterministic.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from intentref.bridge import BridgeReply
+from intentref.core.errors import CANCEL_CODES, DATA_ISSUE_CODES, IntentParseError, Issue
+from intentref.core.request import Source
+from intentref.core.task import Repair, Task
+from intentref.core.writer import Writer
+from intentref.suite.alterations.alteration import Alteration, Memory, policy_changes
+from intentref.suite.cases.capabilities import REPAIR_ATTEMPTS
+
+
+def _error(reply: BridgeReply) -> dict[str, Any] | None:
+    err = reply.get("error") if reply.get("kind") == "error" else None
+    return err if isinstance(err, dict) else None
+
+
+def _new_error_reply(code: str, stage: str, message: str, issues: list[dict[str, Any]]) -> BridgeReply:
+    return {"kind": "error", "error": {"code": code, "stage": stage, "message": message, "issues": issues}}
+
+
+# --------------------------------------------------------------------------- wording
+
+
+class _Reworded(Writer):
+    """D-ERR-006, D-INS-001: other messages and instructions, meaning the same."""
+
+    def message(self, err: IntentParseError) -> str:
+        return f"[{err.code} at stage {err.stage}] the call could not be completed."
+
+    def error_issue(self, err: IntentParseError, issue: Issue) -> dict[str, Any]:
+        written = super().error_issue(err, issue)
+        if issue.code not in DATA_ISSUE_CODES:  # the candidate's own issues keep the model's words (seed 004)
+            written["message"] = f"Problem {issue.code} here."
+        return written
+
+    def instructions(self, task: Task) -> str:
+        return (f"Write the complete {task.stage} candidate as one JSON document. "
+                "Follow the format and read the payload; on a repair, send the whole candidate again.")  # fmt: skip
+
+
+REWORDED = Alteration(
+    name="reworded",
+    decisions=("D-ERR-006", "D-INS-001"),
+    summary="other error and issue messages, other task instructions",
+    writer=_Reworded,
+)
+
+
+# --------------------------------------------------------------------------- the core format
+
+
+def _respell_schema(schema: Any) -> Any:
+    """The same JSON Schema written differently: members in reverse order, a comment added."""
+    if isinstance(schema, dict):
+        spelled = {key: _respell_schema(schema[key]) if key in ("properties", "items") or isinstance(schema[key], dict)
+                   else schema[key] for key in reversed(list(schema))}  # fmt: skip
+        if "type" in spelled:
+            spelled["$comment"] = "spelled by the variant"
+        return spelled
+    if isinstance(schema, list):
+        return [_respell_schema(item) for item in schema]
+    return schema
+
+
+class _RespelledCoreSchema(Writer):
+    """D-COR-001: an equivalent intent_core schema, spelled another way."""
+
+    def core_schema(self) -> dict[str, Any]:
+        spelled: dict[str, Any] = _respell_schema(super().core_schema())
+        return spelled
+
+
+RESPELLED_CORE_SCHEMA = Alteration(
+    name="respelled-core-schema",
+    decisions=("D-COR-001",),
+    summary="an equivalent intent_core schema, spelled differently",
+    writer=_RespelledCoreSchema,
+)
+
+
+# --------------------------------------------------------------------------- payloads
+
+
+class _PayloadLayout(Writer):
+    """D-PAY-001, D-PAY-003: other members, another order, another JSON spelling."""
+
+    def core_payload(self, task: Task) -> dict[str, Any]:
+        # Seed 000 lists the data payload's members only; this core payload leaves the
+        # language to the instructions.
+        payload = super().core_payload(task)
+        del payload["structuredLanguage"]
+        return payload
+
+    def payload_text(self, payload: dict[str, Any]) -> str:
+        return json.dumps(dict(reversed(list(payload.items()))), ensure_ascii=True)
+
+
+PAYLOAD_LAYOUT = Alteration(
+    name="payload-layout",
+    decisions=("D-PAY-001", "D-PAY-003"),
+    summary="payload members in another order, written with ASCII escapes and spaces; no structuredLanguage in the core payload",
+    writer=_PayloadLayout,
+)
+
+
+class _ContextEntries(Writer):
+    """D-PAY-002: context entries with other member names, in another order."""
+
+    def context_entry(self, source: Source) -> dict[str, Any]:
+        return {"role": source.role, "text": source.content, "sourceId": source.source_id}
+
+
+CONTEXT_ENTRIES = Alteration(
+    name="context-entries",
+    decisions=("D-PAY-002",),
+    summary="payload context entries as {role, text, sourceId}",
+    writer=_ContextEntries,
+)
+
+
+class _RepairMaterial(Writer):
+    """D-PAY-004: the repair material under other names."""
+
+    def repair(self, repair: Repair) -> dict[str, Any]:
+        return {"round": repair.attempt, "problems": [{"at": i.path, "why": i.message} for i in repair.issues],
+                "yourLastAnswer": repair.previous_candidate}  # fmt: skip
+
+
+REPAIR_MATERIAL = Alteration(
+    name="repair-material",
+    decisions=("D-PAY-004",),
+    summary="payload.repair as {round, problems: [{at, why}], yourLastAnswer}",
+    writer=_RepairMaterial,
+)
+
+
+REQUEST_ORDER_FIELDS = Alteration(
+    name="request-order-fields",
+    decisions=("D-REQ-002",),
+    summary="selectedFields in the order the request lists them",
+    policy=policy_changes(selection_in_definition_order=False),
+)
+
+
+class _LeanSelectedSchema(Writer):
+    """D-SCH-006: the selected schema without what it does not need."""
+
+    def selected_schema(self, task: Task) -> dict[str, Any]:
+        schema = super().selected_schema(task)
+        if schema.get("required") == []:
+            del schema["required"]
+        # The root's annotations stay in schemaReference, beside it in the same payload.
+        schema.pop("title", None)
+        schema.pop("description", None)
+        return schema
+
+
+LEAN_SELECTED_SCHEMA = Alteration(
+    name="lean-selected-schema",
+    decisions=("D-SCH-006",),
+    summary="the selected schema omits an empty required list and the root's title and description",
+    writer=_LeanSelectedSchema,
+)
+
+
+# --------------------------------------------------------------------------- issue lists
+
+
+PLAIN_CONTRACT_ISSUES = Alteration(
+    name="plain-contract-issues",
+    decisions=("D-ERR-007",),
+    summary="MODEL_OUTPUT_INVALID carries one issue with path null, not pointers into the candidate",
+    policy=policy_changes(contract_issues_point_into_candidate=False),
+)
+
+
+class _BareNotFound(Writer):
+    """D-BRG-003: BRIDGE_JOB_NOT_FOUND with no issue."""
+
+    def error_issues(self, err: IntentParseError) -> list[dict[str, Any]]:
+        return [] if err.code == "BRIDGE_JOB_NOT_FOUND" else super().error_issues(err)
+
+
+BARE_NOT_FOUND = Alteration(
+    name="bare-not-found",
+    decisions=("D-BRG-003",),
+    summary="BRIDGE_JOB_NOT_FOUND carries no issue",
+    writer=_BareNotFound,
+)
+
+
+class _PartialOnExtractionOnly(Writer):
+    """D-ERR-009: partialResult where seed 004 shows it, and nowhere else."""
+
+    def partial_result(self, err: IntentParseError) -> dict[str, Any] | None:
+        return super().partial_result(err) if err.code == "DATA_EXTRACTION_FAILED" else None
+
+
+PARTIAL_ON_EXTRACTION_ONLY = Alteration(
+    name="partial-on-extraction-only",
+    decisions=("D-ERR-009",),
+    summary="partialResult only on DATA_EXTRACTION_FAILED",
+    writer=_PartialOnExtractionOnly,
+)
+
+
+# The codes a cancel ends a job with, whatever its outcome (the core's table, read here).
+CANCEL_ENDINGS = tuple(CANCEL_CODES.values())
+
+
+DETAIL_DROPPED = Alteration(
+    name="cancel-detail-dropped",
+    decisions=("D-CAN-002",),
+    summary="a cancel's detail is not kept as an issue",
+    policy=policy_changes(cancel_detail="dropped"),
+)
+
+
+def _is_parameter_fault(err: IntentParseError) -> bool:
+    return err.code == "INPUT_INVALID" and err.stage == "bridge"
+
+
+class _ParameterFaultsAtInput(Writer):
+    """D-BRG-001: a malformed call is written as an input fault, without issues."""
+
+    def stage(self, err: IntentParseError) -> str:
+        return "input" if _is_parameter_fault(err) else super().stage(err)
+
+    def error_issues(self, err: IntentParseError) -> list[dict[str, Any]]:
+        return [] if _is_parameter_fault(err) else super().error_issues(err)
+
+
+PARAMETER_FAULTS_AT_INPUT = Alteration(
+    name="parameter-faults-at-input",
+    decisions=("D-BRG-001",),
+    summary="a malformed call is INPUT_INVALID at stage input, without issues",
+    writer=_ParameterFaultsAtInput,
+)
+
+
+# --------------------------------------------------------------------------- codes
+
+
+# A reference code, and the code (and stage, when it moves) this variant writes instead.
+_RENAMED_CODES = {
+    "CONFIG_INVALID": ("INTENT_CONFIG_INVALID", None),
+    "BRIDGE_INSTANCE_NOT_FOUND": ("INPUT_INVALID", "input"),
+    "BRIDGE_JOB_EXPIRED": ("BRIDGE_JOB_NOT_FOUND", None),
+}
+
+
+class _OtherCodes(Writer):
+    """D-ERR-001 .. D-ERR-005: three endings under other codes, the error's own issue too."""
+
+    def code(self, err: IntentParseError) -> str:
+        return _RENAMED_CODES[err.code][0] if err.code in _RENAMED_CODES else super().code(err)
+
+    def stage(self, err: IntentParseError) -> str:
+        moved = _RENAMED_CODES.get(err.code, (None, None))[1]
+        return moved if moved is not None else super().stage(err)
+
+    def error_issue(self, err: IntentParseError, issue: Issue) -> dict[str, Any]:
+        written = super().error_issue(err, issue)
+        if issue.code == err.code and err.code in _RENAMED_CODES:
+            written["code"] = _RENAMED_CODES[err.code][0]
+        return written
+
+
+OTHER_CODES = Alteration(
+    name="other-codes",
+    decisions=("D-ERR-001", "D-ERR-002", "D-ERR-003", "D-ERR-005"),
+    summary="CONFIG_INVALID, BRIDGE_INSTANCE_NOT_FOUND and BRIDGE_JOB_EXPIRED under other codes",
+    writer=_OtherCodes,
+)
+
+
+# --------------------------------------------------------------------------- requests
+
+
+_PARSE_MEMBERS = ("instance", "input", "context", "fields")
+_MEMBERS = {"prepare": _PARSE_MEMBERS, "accept": ("jobId", "stepToken", "candidateText"),
+            "cancel": ("jobId", "outcome", "detail")}  # fmt: skip
+
+
+def _ignore_unknown_members(op: str, request: Any, memory: Memory) -> Any:
+    if isinstance(request, dict) and op in _MEMBERS:
+        return {k: v for k, v in request.items() if k in _MEMBERS[op]}
+    return request
+
+
+LENIENT_MEMBERS = Alteration(
+    name="lenient-members",
+    decisions=("D-REQ-001",),
+    summary="unknown request members are ignored, not refused",
+    before=_ignore_unknown_members,
+)
+
+
+def _fields_null_refused(op: str, request: Any, memory: Memory) -> Any:
+    if op == "prepare" and isinstance(request, dict) and "fields" in request and request["fields"] is None:
+        message = "fields must be an array of field names."
+        return _new_error_reply("INPUT_INVALID", "input", message, [
+            {"code": "INPUT_INVALID", "category": "input", "path": "/fields", "message": message}])
+    return request
+
+
+FIELDS_NULL_REFUSED = Alteration(
+    name="fields-null-refused",
+    decisions=("D-REQ-005",),
+    summary="fields: null is refused, not read as absent",
+    before=_fields_null_refused,
+)
+
+
+def _strict_context(op: str, request: Any, memory: Memory) -> Any:
+    if op != "prepare" or not isinstance(request, dict) or "context" not in request:
+        return request
+    context = request["context"]
+
+    def refuse(path: str) -> BridgeReply:
+        message = "context must hold non-blank text."
+        return _new_error_reply("INPUT_INVALID", "input", message,
+                            [{"code": "INPUT_INVALID", "category": "input", "path": path, "message": message}])  # fmt: skip
+
+    if context is None:
+        return refuse("/context")
+    if isinstance(context, str) and not context.strip():
+        return refuse("/context")
+    if isinstance(context, list):
+        kept = []
+        for index, message in enumerate(context):
+            if isinstance(message, dict):
+                content = message.get("content")
+                if isinstance(content, str) and not content.strip():
+                    return refuse(f"/context/{index}/content")
+                message = {k: v for k, v in message.items() if k in ("role", "content")}
+            kept.append(message)
+        request["context"] = kept
+    return request
+
+
+STRICT_CONTEXT = Alteration(
+    name="strict-context",
+    decisions=("D-REQ-004",),
+    summary="blank or null context refused; extra message members ignored",
+    before=_strict_context,
+)
+
+
+def _replace_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    if isinstance(value, list):
+        return [_replace_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _replace_surrogates(v) for k, v in value.items()}
+    return value
+
+
+def _surrogates_replaced(op: str, request: Any, memory: Memory) -> Any:
+    if op == "prepare" and isinstance(request, dict):
+        for member in ("input", "context"):
+            if member in request:
+                request[member] = _replace_surrogates(request[member])
+    return request
+
+
+SURROGATES_REPLACED = Alteration(
+    name="surrogates-replaced",
+    decisions=("D-REQ-003",),
+    summary="lone surrogates in request text become U+FFFD, as a JavaScript host's encoder writes them",
+    before=_surrogates_replaced,
+)
+
+
+def _null_outcome_is_absent(op: str, request: Any, memory: Memory) -> Any:
+    if op == "cancel" and isinstance(request, dict) and "outcome" in request and request["outcome"] is None:
+        del request["outcome"]
+    return request
+
+
+NULL_OUTCOME = Alteration(
+    name="null-outcome-default",
+    decisions=("D-BRG-015",),
+    summary="cancel outcome: null means the default, cancelled",
+    before=_null_outcome_is_absent,
+)
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+def _without_repair_attempts(name: str, config: dict[str, Any]) -> dict[str, Any]:
+    config.pop("repairAttempts", None)
+    return config
+
+
+REPAIRS_NOT_CONFIGURABLE = Alteration(
+    name="repairs-not-configurable",
+    decisions=("D-CFG-001", "D-LIM-005"),
+    summary="an instance takes no repairAttempts member: one repair per stage, always",
+    config=_without_repair_attempts,
+    lacks={REPAIR_ATTEMPTS: "repairs are not configurable per instance in this variant"},
+)
+
+
+DEFAULT_LANGUAGE_ZH = Alteration(
+    name="default-language-zh",
+    decisions=("D-CFG-002",),
+    summary="language defaults to zh-CN",
+    policy=policy_changes(default_language="zh-CN"),
+)
+
+
+COMBINATION_LIMIT = Alteration(
+    name="combination-length-limit",
+    decisions=("D-SCH-005",),
+    summary="an anyOf/oneOf/allOf array outside 1-16 is LIMIT_EXCEEDED, not SCHEMA_UNSUPPORTED",
+    policy=policy_changes(combination_length_is_a_limit=True),
+)
+
+
+# --------------------------------------------------------------------------- tokens and replay
+
+
+NO_REPLAY = Alteration(
+    name="no-replay",
+    decisions=("D-BRG-007",),
+    summary="a used step token is a conflict even with the identical candidate (no retained-reply replay)",
+    policy=policy_changes(retained_replies_replayed=False),
+)
+
+
+CANCELLED_TOKEN_CONFLICTS = Alteration(
+    name="cancelled-token-conflicts",
+    decisions=("D-BRG-008",),
+    summary="the open token of a cancelled job is a conflict, not the job's terminal reply",
+    policy=policy_changes(cancelled_open_step_conflicts=True),
+)
+
+
+# --------------------------------------------------------------------------- more alternatives
+
+
+_CONFIG_CODES = ("SCHEMA_UNSUPPORTED", "LIMIT_EXCEEDED", "CONFIG_INVALID")
+
+
+class _OtherIssueCategories(Writer):
+    """D-ERR-001: a definition problem filed as category definition; an unknown field too (it is not defined)."""
+
+    def error_issue(self, err: IntentParseError, issue: Issue) -> dict[str, Any]:
+        written = super().error_issue(err, issue)
+        if (err.stage == "config" and issue.code in _CONFIG_CODES) or issue.code == "UNKNOWN_FIELD":
+            written["category"] = "definition"
+        return written
+
+
+OTHER_ISSUE_CATEGORIES = Alteration(
+    name="other-issue-categories",
+    decisions=("D-ERR-001",),
+    summary="configuration and unknown-field issues filed under category definition",
+    writer=_OtherIssueCategories,
+)
+
+
+def _parent_pointer(path: str | None) -> str | None:
+    if path is not None and path.count("/") > 1:
+        return path[: path.rindex("/")]
+    return path
+
+
+class _RequestFaultsWithoutPointers(Writer):
+    """D-REQ-007: request faults name what is wrong in words only: their issues carry no pointer."""
+
+    def error_issue(self, err: IntentParseError, issue: Issue) -> dict[str, Any]:
+        written = super().error_issue(err, issue)
+        if err.stage == "input":
+            written["path"] = None
+        return written
+
+
+COARSE_REQUEST_POINTERS = Alteration(
+    name="request-faults-without-pointers",
+    decisions=("D-REQ-007",),
+    summary="a request fault's issue has path null instead of a pointer into the request",
+    writer=_RequestFaultsWithoutPointers,
+)
+
+
+class _NodePointers(Writer):
+    """D-SCH-008: a construction error points at the schema node holding the keyword, not at the keyword."""
+
+    def error_issue(self, err: IntentParseError, issue: Issue) -> dict[str, Any]:
+        written = super().error_issue(err, issue)
+        if err.stage == "config" and issue.code in ("SCHEMA_UNSUPPORTED", "LIMIT_EXCEEDED"):
+            written["path"] = _parent_pointer(issue.path) if issue.path else None
+        return written
+
+
+NODE_POINTERS = Alteration(
+    name="construction-error-at-node",
+    decisions=("D-SCH-008",),
+    summary="a construction error points at the schema node, not at its keyword",
+    writer=_NodePointers,
+)
+
+
+EMPTY_ENUM_ACCEPTED = Alteration(
+    name="empty-enum-accepted",
+    decisions=("D-SCH-012",),
+    summary="enum: [] is accepted (it admits no value)",
+    policy=policy_changes(empty_enum_accepted=True),
+)
+
+
+def _issued_jobs(memory: Memory) -> dict[Any, Any]:
+    issued: dict[Any, Any] = memory["bridge"].setdefault("issued", {})
+    return issued
+
+
+def _record_issued(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
+    if op == "prepare" and reply.get("kind") == "task":
+        _issued_jobs(memory)[reply.get("jobId")] = memory["session"]
+    err = _error(reply)
+    if err is None or err.get("code") != "BRIDGE_JOB_NOT_FOUND" or not isinstance(request, dict):
+        return reply
+    owner = _issued_jobs(memory).get(request.get("jobId"))
+    if owner is not None and owner is not memory["session"]:  # another connection's (or a closed one's)
+        message = "This job belongs to another connection."
+        return _new_error_reply("INPUT_INVALID", "bridge", message,
+                            [{"code": "INPUT_INVALID", "category": "input", "path": "/jobId", "message": message}])  # fmt: skip
+    if op == "accept":  # one's own job, no longer held: seed 000 fixes only cancel's answer
+        err["message"] = "This job is no longer held."
+    return reply
+
+
+def _never_issued_is_invalid(op: str, request: Any, memory: Memory) -> Any:
+    if op in ("accept", "cancel") and isinstance(request, dict) and isinstance(request.get("jobId"), str) \
+            and request["jobId"] not in _issued_jobs(memory):
+        message = "jobId was never issued by this Bridge."
+        return _new_error_reply("INPUT_INVALID", "bridge", message,
+                            [{"code": "INPUT_INVALID", "category": "input", "path": "/jobId", "message": message}])  # fmt: skip
+    return request
+
+
+JOB_NOT_FOUND_BY_CAUSE = Alteration(
+    name="unknown-jobs-by-cause",
+    decisions=("D-BRG-003",),
+    summary="a jobId never issued, or another connection's, is INPUT_INVALID; accept on a job no longer held words NOT_FOUND its own way",
+    before=_never_issued_is_invalid,
+    after=_record_issued,
+)
+
+
+TOKENS_JUDGED_OTHERWISE = Alteration(
+    name="tokens-judged-otherwise",
+    decisions=("D-BRG-008",),
+    summary="a token never issued for the job, or a used one with another text, is INPUT_INVALID, not a conflict",
+    policy=policy_changes(tokens_judged_by_cause=True),
+)
+
+
+class _CancelAtBridge(Writer):
+    """D-BRG-015: a cancelled job's error is written at stage bridge, where the cancel came from."""
+
+    def stage(self, err: IntentParseError) -> str:
+        return "bridge" if err.code in CANCEL_ENDINGS else super().stage(err)
+
+
+CANCEL_AT_BRIDGE = Alteration(
+    name="cancel-at-bridge-stage",
+    decisions=("D-BRG-015",),
+    summary="a cancelled job's error has stage bridge, not the stage it was in",
+    writer=_CancelAtBridge,
+)
+
+
+DETAIL_KEPT_VERBATIM = Alteration(
+    name="cancel-detail-verbatim",
+    decisions=("D-CAN-002",),
+    summary="any non-empty cancel detail, blank or not, is kept as the error's issue",
+    policy=policy_changes(cancel_detail="verbatim"),
+)
+
+
+def _repeated_field_refused(op: str, request: Any, memory: Memory) -> Any:
+    if op == "prepare" and isinstance(request, dict) and isinstance(request.get("fields"), list):
+        fields = request["fields"]
+        for index, name in enumerate(fields):
+            if name in fields[:index]:
+                message = "fields names a field twice."
+                return _new_error_reply("INPUT_INVALID", "input", message, [
+                    {"code": "INPUT_INVALID", "category": "input", "path": f"/fields/{index}", "message": message}])
+    return request
+
+
+REPEATED_FIELD_REFUSED = Alteration(
+    name="repeated-field-refused",
+    decisions=("D-REQ-002",),
+    summary="a field named twice in fields is refused",
+    before=_repeated_field_refused,
+)
+
+
+def _replay_ttl_bounds_idle_jobs(op: str, request: Any, memory: Memory) -> Any:
+    """With replayTtlMs set, a job untouched for that long is gone, active or not."""
+    import time
+
+    ttl = memory["bridge"]["options"].get("replayTtlMs") or 0
+    touched = memory.setdefault("touched", {})
+    job = request.get("jobId") if isinstance(request, dict) else None
+    now = time.monotonic() * 1000
+    if ttl > 0 and op in ("accept", "cancel") and job in touched and now - touched[job] >= ttl:
+        message = "No job with this jobId is held."
+        return _new_error_reply("BRIDGE_JOB_NOT_FOUND", "bridge", message,
+                            [{"code": "BRIDGE_JOB_NOT_FOUND", "category": "input", "path": "/jobId", "message": message}])  # fmt: skip
+    return request
+
+
+def _touch(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
+    import time
+
+    job = reply.get("jobId") if reply.get("kind") == "task" else None
+    if job is None and isinstance(request, dict) and op in ("accept", "cancel") and _error(reply) is None:
+        job = request.get("jobId")
+    if isinstance(job, str):
+        memory.setdefault("touched", {})[job] = time.monotonic() * 1000
+    return reply
+
+
+REPLAY_TTL_BOUNDS_IDLE_JOBS = Alteration(
+    name="replay-ttl-bounds-idle-jobs",
+    decisions=("D-BRG-016",),
+    summary="replayTtlMs also drops an active job left untouched that long",
+    before=_replay_ttl_bounds_idle_jobs,
+    after=_touch,
+)
+
+
+VARIANTS = (
+    REWORDED,
+    RESPELLED_CORE_SCHEMA,
+    PAYLOAD_LAYOUT,
+    CONTEXT_ENTRIES,
+    REPAIR_MATERIAL,
+    REQUEST_ORDER_FIELDS,
+    LEAN_SELECTED_SCHEMA,
+    PLAIN_CONTRACT_ISSUES,
+    BARE_NOT_FOUND,
+    PARTIAL_ON_EXTRACTION_ONLY,
+    DETAIL_DROPPED,
+    PARAMETER_FAULTS_AT_INPUT,
+    OTHER_CODES,
+    LENIENT_MEMBERS,
+    FIELDS_NULL_REFUSED,
+    STRICT_CONTEXT,
+    SURROGATES_REPLACED,
+    NULL_OUTCOME,
+    REPAIRS_NOT_CONFIGURABLE,
+    DEFAULT_LANGUAGE_ZH,
+    COMBINATION_LIMIT,
+    NO_REPLAY,
+    CANCELLED_TOKEN_CONFLICTS,
+    OTHER_ISSUE_CATEGORIES,
+    COARSE_REQUEST_POINTERS,
+    NODE_POINTERS,
+    EMPTY_ENUM_ACCEPTED,
+    JOB_NOT_FOUND_BY_CAUSE,
+    TOKENS_JUDGED_OTHERWISE,
+    CANCEL_AT_BRIDGE,
+    DETAIL_KEPT_VERBATIM,
+    REPEATED_FIELD_REFUSED,
+    REPLAY_TTL_BOUNDS_IDLE_JOBS,
+)

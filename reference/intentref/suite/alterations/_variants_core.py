@@ -1,0 +1,194 @@
+"""Decision variants made inside the core: how candidates are judged, and the limits.
+
+Each variant changes fields of the ``intentref.core.policy.Policy`` the core is built with, read where the
+decision is applied (see ``variants.Alteration``).  Every alternative here is one the seeds
+also allow: they are silent on it, or (as for evidence per leaf) read that way just as well.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from intentref.core import limits
+from intentref.suite.alterations.alteration import Alteration, policy_changes
+
+EVIDENCE_PER_LEAF = Alteration(
+    name="evidence-per-leaf",
+    decisions=("D-DAT-001",),
+    summary="each returned leaf needs an evidence entry at its own path (a parent's entry covers nothing below it)",
+    policy=policy_changes(evidence_covers_children=False),
+)
+
+OPEN_CANDIDATES = Alteration(
+    name="open-candidates",
+    decisions=("D-COR-002",),
+    summary="a candidate member the contract does not name is ignored, not a violation",
+    policy=policy_changes(closed_candidates=False),
+)
+
+DUPLICATE_KEYS_LAST_WINS = Alteration(
+    name="duplicate-keys-last-wins",
+    decisions=("D-JSON-001",),
+    summary="a repeated member name in a candidate: the last one wins, as JSON.parse reads it",
+    policy=policy_changes(duplicate_keys_refused=False),
+)
+
+CANDIDATE_SURROGATES_REPLACED = Alteration(
+    name="candidate-surrogates-replaced",
+    decisions=("D-JSON-002",),
+    summary="a lone surrogate in a candidate is read as U+FFFD instead of refused",
+    policy=policy_changes(candidate_lone_surrogates_refused=False),
+)
+
+UNSAFE_INTEGRAL_DOUBLES = Alteration(
+    name="unsafe-integral-doubles",
+    decisions=("D-JSON-003",),
+    summary="only integer literals must be safe; 1e20 or 1.7976931348623157e308 written as a double is that double",
+    policy=policy_changes(unsafe_integral_doubles_refused=False),
+)
+
+NUMBER_RULES_IN_DATA = Alteration(
+    name="number-rules-in-data",
+    decisions=("D-JSON-004",),
+    summary="the number rules hold for values inside data only, and a fault is reported at the value's path",
+    policy=policy_changes(number_rules_on_every_literal=False),
+)
+
+PYTHON_REGEX = Alteration(
+    name="python-regex",
+    decisions=("D-SCH-001",),
+    summary="pattern and the regex format use Python's re instead of ECMA-262",
+    policy=policy_changes(ecma_regex=False),
+)
+
+FORMATS_ANNOTATE = Alteration(
+    name="formats-annotate",
+    decisions=("D-SCH-003",),
+    summary="format only annotates; no value is refused for its format",
+    policy=policy_changes(formats_asserted=False),
+)
+
+CANONICAL_DRAFT7_ID = Alteration(
+    name="canonical-draft7-id",
+    decisions=("D-SCH-004",),
+    # Seed 003 names the http and https identifiers; the spelling without "#" is the decision.
+    summary="$schema accepts only http(s)://json-schema.org/draft-07/schema# (with the #), and only at the root",
+    policy=policy_changes(any_draft7_id_spelling=False),
+)
+
+ROOT_DESCRIPTION_CHECKS_ONLY = Alteration(
+    name="root-description-checks-only",
+    decisions=("D-DAT-002",),
+    summary="only a root description needs a descriptionCheck; checks of field descriptions are optional",
+    policy=policy_changes(field_descriptions_need_checks=False),
+)
+
+NO_IMPLIED_ISSUES = Alteration(
+    name="no-implied-issues",
+    decisions=("D-DAT-003",),
+    summary="violated / undetermined checks imply no issue; with none filed the error carries one generic issue",
+    policy=policy_changes(implied_verdict_issues=False),
+)
+
+VERDICT_ISSUE_AT_EVERY_CHECK = Alteration(
+    name="verdict-issue-at-every-check",
+    decisions=("D-DAT-003",),
+    summary="every violated / undetermined check adds its issue, even beside the candidate's own at that path",
+    policy=policy_changes(verdict_issue_at_every_check=True),
+)
+
+REQUIRED_NOT_PROVIDED_IS_BUSINESS = Alteration(
+    name="required-not-provided-is-business",
+    decisions=("D-DAT-004",),
+    summary="a required field reported not_provided is DATA_EXTRACTION_FAILED (DATA_REQUIRED_MISSING), not a contract fault",
+    policy=policy_changes(required_not_provided_is_contract_fault=False),
+)
+
+SCHEMA_VIOLATION_IS_BUSINESS = Alteration(
+    name="schema-violation-is-business",
+    decisions=("D-DAT-005",),
+    summary="data the selected schema refuses (a wrong type aside) is DATA_EXTRACTION_FAILED, DATA_CONSTRAINT_VIOLATED at its path",
+    policy=policy_changes(schema_violation_is_contract_fault=False),
+)
+
+# The numeric limits of D-LIM-002..004, scaled.  A case "exactly at the limit is accepted"
+# breaks only under smaller limits, "one over is refused" only under larger ones, so both
+# are needed; they take the same decisions, so the combined variant keeps the first.
+_LIMIT_FIELDS = {
+    "max_input_bytes": limits.MAX_INPUT_BYTES,
+    "max_context_messages": limits.MAX_CONTEXT_MESSAGES,
+    "max_context_bytes": limits.MAX_CONTEXT_BYTES,
+    "max_fields_selected": limits.MAX_FIELDS_SELECTED,
+    "max_candidate_bytes": limits.MAX_CANDIDATE_BYTES,
+    "max_candidate_depth": limits.MAX_CANDIDATE_DEPTH,
+    "max_schema_bytes": limits.MAX_SCHEMA_BYTES,
+    "max_schema_depth": limits.MAX_SCHEMA_DEPTH,
+    "max_schema_nodes": limits.MAX_SCHEMA_NODES,
+    "max_top_level_fields": limits.MAX_TOP_LEVEL_FIELDS,
+    "max_pattern_length": limits.MAX_PATTERN_LENGTH,
+    "max_enum_values": limits.MAX_ENUM_VALUES,
+}
+
+
+def _scaled(numerator: int, denominator: int) -> dict[str, Any]:
+    return policy_changes(**{name: value * numerator // denominator for name, value in _LIMIT_FIELDS.items()})
+
+
+SMALLER_LIMITS = Alteration(
+    name="smaller-limits",
+    decisions=("D-LIM-002", "D-LIM-003", "D-LIM-004"),
+    summary="every request, candidate and schema limit at half the reference's value",
+    policy=_scaled(1, 2),
+)
+
+LARGER_LIMITS = Alteration(
+    name="larger-limits",
+    decisions=("D-LIM-002", "D-LIM-003", "D-LIM-004"),
+    summary="every request, candidate and schema limit at twice the reference's value",
+    policy=_scaled(2, 1),
+)
+
+LONE_SURROGATE_ONE_BYTE = Alteration(
+    name="lone-surrogate-one-byte",
+    decisions=("D-LIM-006",),
+    summary='a lone surrogate counts 1 byte in a UTF-8 limit (a "?", as Python\'s encode(errors="replace") writes it)',
+    policy=policy_changes(lone_surrogate_utf8_bytes=1),
+)
+
+# The other direction: "one under the limit is accepted" breaks only when a lone surrogate
+# counts for more than three bytes.
+LONE_SURROGATE_AS_ESCAPE = Alteration(
+    name="lone-surrogate-as-escape",
+    decisions=("D-LIM-006",),
+    summary="a lone surrogate counts 6 bytes in a UTF-8 limit (its \\uXXXX escape, as JSON text carries it)",
+    policy=policy_changes(lone_surrogate_utf8_bytes=6),
+)
+
+ASCII_BLANKS = Alteration(
+    name="ascii-blanks",
+    decisions=("D-TXT-001",),
+    summary="in a core candidate only ASCII white space is blank (an ideographic space is text)",
+    policy=policy_changes(ecma_blank_texts=False),
+)
+
+VARIANTS: tuple[Alteration, ...] = (
+    EVIDENCE_PER_LEAF,
+    OPEN_CANDIDATES,
+    DUPLICATE_KEYS_LAST_WINS,
+    CANDIDATE_SURROGATES_REPLACED,
+    UNSAFE_INTEGRAL_DOUBLES,
+    NUMBER_RULES_IN_DATA,
+    PYTHON_REGEX,
+    FORMATS_ANNOTATE,
+    CANONICAL_DRAFT7_ID,
+    ROOT_DESCRIPTION_CHECKS_ONLY,
+    NO_IMPLIED_ISSUES,
+    VERDICT_ISSUE_AT_EVERY_CHECK,
+    REQUIRED_NOT_PROVIDED_IS_BUSINESS,
+    SCHEMA_VIOLATION_IS_BUSINESS,
+    SMALLER_LIMITS,
+    LARGER_LIMITS,
+    LONE_SURROGATE_ONE_BYTE,
+    LONE_SURROGATE_AS_ESCAPE,
+    ASCII_BLANKS,
+)

@@ -1,0 +1,256 @@
+"""The reference with something changed: one record, one proxy, one target for every alteration.
+
+The suite proves two things about itself with altered references:
+
+* *decision variants* (``variants``): a decision the seeds leave open taken another way the
+  seeds also allow.  Every normative case must still pass; every reference case must fail
+  under a variant of a decision it cites (D-CNF-040).
+* *faults* (``faulty``): one rule broken on purpose.  Some case must fail, and a normative
+  one when the rule is the seeds' own (D-CNF-033).
+
+Both are an ``Alteration``: a name, what it touches (the decision IDs it varies, or the rule
+it breaks and the seed text that rule restates), and what it substitutes.  It substitutes
+in one of three places:
+
+* *policy*: ``VariantPolicy`` fields the reference's Intents and Bridge are built with
+  (``_variant_policy``, ``_variant_store``): the rule itself is another function;
+* *writer*: a subclass of ``intentref.core.writer.Writer``, the layer that writes replies,
+  overriding the method that writes one part (wording, payload layout, issues, codes); the
+  writers of several alterations are combined by inheritance, each deferring to ``super()``
+  for what it leaves alone;
+* *boundary hooks*: an instance configuration before it is built (``config``), a request
+  before the reference sees it or an answer in its place (``before``), a reply after
+  (``after``).  That is how requests are read another way, and how most rules are broken:
+  a fault is a broken implementation seen from outside.
+
+``AlteredTarget`` runs any set of alterations as an in-process target; it declares what it
+does not take (``lacks``) so that cases needing it are reported unsupported, never failed.
+``catalogue.alterations()`` lists every alteration of both kinds, by name.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from intentref.bridge import BridgeReply
+from intentref.core.policy import REFERENCE_POLICY, Policy
+from intentref.core.writer import Writer
+from intentref.mcp.replies import is_bridge_reply
+from intentref.suite.alterations._variant_policy import VariantPolicy
+from intentref.suite.alterations._variant_store import VariantStore
+from intentref.suite.cases.capabilities import REFERENCE_CAPABILITIES
+from intentref.suite.targets.base import CallSession, ConfigRejected, InProcessRun, Run, Target
+
+# What the hooks of one session remember: ``memory["bridge"]`` is shared by every session of
+# that Bridge (with ``memory["bridge"]["options"]``, the Bridge options of the run), and
+# ``memory["session"]`` is an object standing for this session.
+Memory = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Alteration:
+    """The reference with one thing changed (see the module's docstring).
+
+    ``decisions``: for a decision variant, the IDs it takes another way.  ``breaks``: for a
+    fault, the rule broken with the requirement it comes from; ``seed_rule`` the seed text
+    that rule restates (None when it departs only from a decision or a MAY, so only
+    reference cases can catch it), and ``catch_with`` what a case must do to catch it.
+
+    The hooks default to "change nothing":
+
+    * ``config(name, config) -> config`` rewrites an instance configuration (a copy);
+    * ``before(op, request, memory) -> request | BridgeReply`` rewrites a request, or answers
+      it (a dict with ``kind``) without asking the reference;
+    * ``after(op, request, reply, memory) -> reply`` rewrites a reply (``op`` is ``prepare``,
+      ``accept``, ``cancel``, or ``config`` for a configuration error wrapped as a reply);
+      ``request`` is the caller's own.
+
+    ``writer`` is a ``Writer`` subclass the altered reference writes its replies with.
+
+    ``lacks`` maps a capability a case may need (``capabilities.REPAIR_ATTEMPTS``) to the
+    reason the alteration does not offer it.  ``envelope_only``: the change is in the MCP
+    envelope, which only the MCP model shows (``mcp_model.McpModelTarget``).
+    ``needs_bridge_options``: only a Bridge with small capacity options reaches it (D-CNF-032).
+    """
+
+    name: str
+    summary: str
+    decisions: tuple[str, ...] = ()
+    breaks: str = ""
+    seed_rule: str | None = None
+    catch_with: str = ""
+    policy: Mapping[str, Any] = field(default_factory=dict)
+    writer: type[Writer] | None = None
+    config: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
+    before: Callable[[str, Any, Memory], Any] | None = None
+    after: Callable[[str, Any, BridgeReply, Memory], BridgeReply] | None = None
+    lacks: Mapping[str, str] = field(default_factory=dict)
+    envelope_only: bool = False
+    needs_bridge_options: bool = False
+
+    @property
+    def is_fault(self) -> bool:
+        return bool(self.breaks)
+
+
+def policy_changes(**changes: Any) -> dict[str, Any]:
+    """Check ``changes`` name real ``VariantPolicy`` fields (a typo would silently change nothing)."""
+    names = {f.name for f in dataclasses.fields(VariantPolicy)}
+    unknown = set(changes) - names
+    if unknown:
+        raise TypeError(f"not a VariantPolicy field: {', '.join(sorted(unknown))}")
+    return changes
+
+
+# --------------------------------------------------------------------------- the proxy
+
+
+class AlteredSession(CallSession):
+    """A reference Bridge session with the alterations' hooks around it.
+
+    Like a reference session it takes and returns plain dicts, so the MCP tool layer can sit
+    on top of it exactly as it sits on the reference (``AlteredTarget(envelope=True)``).
+    """
+
+    def __init__(self, inner: Any, alterations: tuple[Alteration, ...], shared: Memory) -> None:
+        self._inner = inner
+        self._alterations = alterations
+        self._memory: Memory = {"bridge": shared, "session": object()}
+
+    def _call(self, op: str, request: Any) -> BridgeReply:
+        original = request
+        request = copy.deepcopy(request)  # the hooks may edit it; ``original`` goes to the after hooks
+        answered: BridgeReply | None = None
+        for alteration in self._alterations:
+            if alteration.before is None:
+                continue
+            request = alteration.before(op, request, self._memory)
+            if is_bridge_reply(request):
+                answered = request
+                break
+        reply = answered if answered is not None else getattr(self._inner, op)(request)
+        reply = json.loads(json.dumps(reply))  # a plain copy the hooks may edit
+        for alteration in self._alterations:
+            if alteration.after is not None:
+                reply = alteration.after(op, original, reply, self._memory)
+        return reply
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class AlteredBridge:
+    """A reference Bridge whose ``connect()`` gives ``AlteredSession``s."""
+
+    def __init__(self, bridge: Any, alterations: tuple[Alteration, ...], options: Mapping[str, Any] | None = None) -> None:
+        self._bridge = bridge
+        self._alterations = alterations
+        self._shared: Memory = {"options": dict(options or {})}  # the Bridge options of the run
+
+    def connect(self) -> AlteredSession:
+        return AlteredSession(self._bridge.connect(), self._alterations, self._shared)
+
+    def close(self) -> None:
+        self._bridge.close()
+
+
+def combined_writer(alterations: Iterable[Alteration]) -> Writer | None:
+    """One writer with every alteration's overrides (earlier ones outermost), or None for none."""
+    writers = tuple(a.writer for a in alterations if a.writer is not None)
+    if not writers:
+        return None
+    return writers[0]() if len(writers) == 1 else type("AlteredWriter", writers, {})()
+
+
+def altered_bridge_factory(alterations: Iterable[Alteration]) -> Callable[[Mapping[str, Any]], AlteredBridge]:
+    """A factory of reference Bridges (from a whole BridgeConfig) with ``alterations`` around them.
+
+    For alterations at the boundary and in the writer only: a policy is given to Intents as
+    they are built, and a BridgeConfig holds Intents built already, but the Bridge writes the
+    replies itself.
+    """
+    chosen = tuple(alterations)
+    if any(a.policy for a in chosen):
+        raise ValueError("an alteration that changes the policy needs AlteredTarget.open, not a Bridge factory")
+    writer = combined_writer(chosen)
+    policy = REFERENCE_POLICY if writer is None else REFERENCE_POLICY.but(writer=writer)
+
+    def factory(config: Mapping[str, Any]) -> AlteredBridge:
+        from intentref.bridge import create_intent_bridge
+
+        options = {k: v for k, v in config.items() if k != "instances"}
+        return AlteredBridge(create_intent_bridge(config, policy=policy), chosen, options)
+
+    return factory
+
+
+# --------------------------------------------------------------------------- the target
+
+
+class AlteredTarget(Target):
+    """The in-process reference Bridge with ``alterations`` applied."""
+
+    # Cases with runs of their own (capacity, the legacy TTLs' sleeps) may run side by side,
+    # each on a Bridge of its own (D-CNF-011), built with the alterations' policy.
+    parallel_runs = 8
+
+    def __init__(self, alterations: Iterable[Alteration], name: str | None = None, *, envelope: bool = False) -> None:
+        self.alterations = tuple(alterations)
+        # envelope: the reference's own MCP tool layer on top (the in-process MCP model of
+        # ``mcp_model.McpModelTarget``), so the cases that check the MCP envelope run too.
+        self.envelope = envelope
+        self.transport = "mcp" if envelope else "in-process"
+        changed: dict[str, Any] = {}
+        for alteration in self.alterations:
+            changed.update(alteration.policy)
+        writer = combined_writer(self.alterations)
+        if writer is not None:
+            changed["writer"] = writer
+        self.policy: Policy = VariantPolicy().but(**changed)
+        default = "variant:" + "+".join(a.name for a in self.alterations)
+        self.name = (name or default) + (" (MCP model)" if envelope else "")
+        self.lacks: dict[str, str] = {}
+        for alteration in self.alterations:
+            self.lacks.update(alteration.lacks)
+        # D-CNF-030: what the reference takes, less what an alteration lacks, declared (not probed).
+        self.capabilities = REFERENCE_CAPABILITIES - set(self.lacks)
+
+    def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
+        return None
+
+    def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run:
+        from intentref.bridge import create_intent_bridge
+        from intentref.core.errors import IntentParseError
+        from intentref.intent import Intent
+
+        try:
+            built = {}
+            for name, config in instances.items():
+                config = copy.deepcopy(config)
+                if isinstance(config, dict):  # anything else is the reference's to refuse
+                    for alteration in self.alterations:
+                        if alteration.config is not None:
+                            config = alteration.config(name, config)
+                built[name] = Intent(config, policy=self.policy)
+            bridge = create_intent_bridge({"instances": built, **bridge_options}, policy=self.policy,
+                                          store=VariantStore)  # fmt: skip
+        except IntentParseError as exc:
+            reply: BridgeReply = {"kind": "error", "error": self.policy.writer.error(exc)}
+            for alteration in self.alterations:
+                if alteration.after is not None:
+                    reply = alteration.after("config", None, reply, {"bridge": {"options": dict(bridge_options)}})
+            raise ConfigRejected(reply["error"]) from None
+        altered = AlteredBridge(bridge, self.alterations, bridge_options)
+        if self.envelope:
+            from intentref.suite.targets.mcp_model import McpModelRun
+
+            return McpModelRun(altered, invert_is_error=False)
+        return InProcessRun(altered)
+
+    def close(self) -> None:
+        pass

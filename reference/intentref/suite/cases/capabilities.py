@@ -1,0 +1,187 @@
+"""What a case needs from a target beyond the seeds, and whether the target has it (D-CNF-030).
+
+The seeds fix the Bridge, not how an implementation is configured.  Two things the fixtures
+use rest on choices an implementation may make differently:
+
+* an instance's ``repairAttempts`` (D-CFG-001, D-LIM-005): the seeds name the count ("默认
+  每阶段最多一次") but not where it is set, so an implementation may not take the member;
+* Bridge options (maxJobs, …): a faithful CLI takes instances only (seed 000 #MCP 服务), so
+  a target may have no way to pass them.  Targets already say so through ``unsupported``.
+
+A case needing something the target lacks is reported ``unsupported: needs …``, never
+``failed``: the implementation was not asked the question the case asks.
+
+A target *declares* what it takes with a ``capabilities`` attribute (a collection of the
+names below); a declaration is believed.  A target without one is *probed* once: an
+instance configured with ``repairAttempts: 0`` must end a job at the first broken
+candidate, one with ``repairAttempts: 2`` must offer two repairs first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from intentref.suite.targets.base import REFERENCE_CAPABILITIES as REFERENCE_CAPABILITIES
+from intentref.suite.targets.base import REPAIR_ATTEMPTS as REPAIR_ATTEMPTS
+from intentref.suite.targets.base import ConfigRejected, Target, TargetUnsupported
+
+# REFERENCE_CAPABILITIES and REPAIR_ATTEMPTS live with the targets that declare them
+# (``targets`` must not import this module); they are re-exported here by name.
+
+# The probe's instances.  Their names are those of conformance/instances.json, so a target
+# that serves a fixed configuration (an HTTP server) has them too.
+PROBE_INSTANCES: Final[dict[str, dict[str, Any]]] = {
+    "norepair": {"language": "zh-CN", "repairAttempts": 0},
+    "tworepairs": {"language": "zh-CN", "repairAttempts": 2},
+}
+_PROBE_INPUT: Final = "查询订单 000123"
+# Not JSON at all: a contract fault under every reading of the core candidate contract.
+_PROBE_CANDIDATE: Final = "this is not a JSON candidate"
+
+
+def needs(case: Mapping[str, Any], instances: Mapping[str, Any]) -> list[str]:
+    """What ``case`` needs beyond the seeds, as capability names (empty: nothing)."""
+    configs: list[Any] = []
+    setup = case.get("setup")
+    if isinstance(setup, dict) and isinstance(setup.get("instances"), dict):
+        configs.extend(setup["instances"].values())
+    else:
+        named = set(case.get("instances") or [])
+        for step in case.get("steps", []):
+            args = step.get("args")
+            if step.get("op") == "prepare" and isinstance(args, dict) and isinstance(args.get("instance"), str):
+                named.add(args["instance"])
+        configs.extend(instances[name] for name in sorted(named) if name in instances)
+    if any(isinstance(config, dict) and "repairAttempts" in config for config in configs):
+        return [REPAIR_ATTEMPTS]
+    return []
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a target takes a capability, and how that was learnt."""
+
+    supported: bool
+    how: str  # "declared", or what the probe saw
+
+
+_DESCRIBE: Final = {REPAIR_ATTEMPTS: "an instance's repairAttempts (D-CFG-001, D-LIM-005)"}
+
+
+class Capabilities:
+    """Declared or probed capabilities, one probe per target and capability (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._weak: weakref.WeakKeyDictionary[Any, dict[str, Verdict]] = weakref.WeakKeyDictionary()
+        self._strong: dict[int, tuple[Any, dict[str, Verdict]]] = {}  # targets without weak references
+
+    def _known(self, target: Any) -> dict[str, Verdict]:
+        try:
+            return self._weak.setdefault(target, {})
+        except TypeError:
+            return self._strong.setdefault(id(target), (target, {}))[1]
+
+    def verdict(self, target: Target, capability: str) -> Verdict:
+        declared = target.capabilities
+        if declared is not None:
+            return Verdict(capability in declared, "declared")
+        with self._lock:  # one probe per target even when worker threads ask at once
+            known = self._known(target)
+            if capability not in known:
+                known[capability] = _PROBES[capability](target)
+            return known[capability]
+
+    def probe_for(self, cases: Any, target: Target, instances: Mapping[str, Any]) -> dict[str, Verdict]:
+        """The verdicts ``target`` needs for ``cases``, probed now where it declares nothing."""
+        if target.capabilities is not None:
+            return {}
+        wanted = {name for case in cases for name in needs(case.data, instances)}
+        return {name: self.verdict(target, name) for name in sorted(wanted)}
+
+    def remember(self, target: Target, verdicts: Mapping[str, Verdict]) -> None:
+        """What another process probed of the same target: believed as if probed here."""
+        if verdicts:
+            with self._lock:
+                self._known(target).update(verdicts)
+
+    def reason(self, case: Mapping[str, Any], target: Target, instances: Mapping[str, Any]) -> str | None:
+        """``needs …`` when the target lacks something ``case`` needs, else None."""
+        for capability in needs(case, instances):
+            verdict = self.verdict(target, capability)
+            if not verdict.supported:
+                how = "does not declare it" if verdict.how == "declared" else verdict.how
+                return f"needs {_DESCRIBE[capability]}; the target {how}"
+        return None
+
+
+# --------------------------------------------------------------------------- the probes
+
+
+def _kind(value: Any) -> str:
+    return str(value.get("kind")) if isinstance(value, dict) else "no reply"
+
+
+def _code(value: Any) -> str | None:
+    error = value.get("error") if isinstance(value, dict) else None
+    return error.get("code") if isinstance(error, dict) else None
+
+
+def _broken_until_error(session: Any, instance: str, limit: int) -> list[str]:
+    """Submit the broken candidate until an error (at most ``limit`` times): the kinds seen."""
+    seen: list[str] = []
+    task = session.prepare({"instance": instance, "input": _PROBE_INPUT}).value
+    if _kind(task) != "task":
+        return [f"prepare gave {_kind(task)} {_code(task) or ''}".strip()]
+    for _ in range(limit):
+        reply = session.accept({"jobId": task.get("jobId"), "stepToken": task.get("stepToken"),
+                                "candidateText": _PROBE_CANDIDATE}).value  # fmt: skip
+        seen.append(_kind(reply) if _kind(reply) != "error" else f"error {_code(reply)}")
+        if _kind(reply) != "task":
+            break
+        task = reply
+    if seen and seen[-1] == "task":  # still offering repairs: end the job, leave nothing active
+        with contextlib.suppress(Exception):
+            session.cancel({"jobId": task.get("jobId")})
+    return seen
+
+
+def _probe_repair_attempts(target: Target) -> Verdict:
+    """``repairAttempts: 0`` ends the job at once; ``repairAttempts: 2`` repairs twice, then ends it."""
+    try:
+        run = target.open(json.loads(json.dumps(PROBE_INSTANCES)), {})
+    except ConfigRejected as rejected:
+        return Verdict(False, f"refused an instance configuration with repairAttempts ({rejected.error.get('code')})")
+    except TargetUnsupported as exc:
+        return Verdict(False, f"cannot run the repairAttempts probe: {exc.reason}")
+    except Exception as exc:
+        return Verdict(False, f"could not start the repairAttempts probe: {type(exc).__name__}: {exc}")
+    try:
+        session = run.connect()
+        try:
+            none = _broken_until_error(session, "norepair", 2)
+            two = _broken_until_error(session, "tworepairs", 4)
+        finally:
+            with contextlib.suppress(Exception):
+                session.release()
+    except Exception as exc:
+        return Verdict(False, f"broke during the repairAttempts probe: {type(exc).__name__}: {exc}")
+    finally:
+        with contextlib.suppress(Exception):
+            run.close()
+    invalid = "error MODEL_OUTPUT_INVALID"
+    if none == [invalid] and two == ["task", "task", invalid]:
+        return Verdict(True, "honours repairAttempts 0 and 2 (probed)")
+    return Verdict(False, "does not visibly honour it: a non-JSON core candidate got "
+                          f"{' then '.join(none)} with repairAttempts 0 and {' then '.join(two)} "
+                          "with repairAttempts 2 (probed)")  # fmt: skip
+
+
+_PROBES: Final = {REPAIR_ATTEMPTS: _probe_repair_attempts}
+CAPABILITIES: Final = Capabilities()  # the runner's: one probe per target for the whole process

@@ -1,0 +1,411 @@
+"""intentref conformance: run the conformance suite against a target.
+
+    intentref conformance [--in-process | --stdio CMD | --http URL | --http-reference | --harness CMD | --target SPEC]
+                          [--era auto|2026|legacy] [--jobs N] [--isolate] [--level normative|all]
+                          [--only PAT] [--skip PAT] [--expected-failures FILE] [--timeout S]
+                          [--json F] [--junit F] [--html F]
+    intentref conformance --harness CMD --smoke
+    intentref conformance --write-mjs [--check]
+
+Without a target option the bundled reference server runs over real stdio, its era
+negotiated.  Cases go to ``--jobs`` worker processes (default: the CPUs this process may
+use).  Exit statuses are ``EXIT_STATUSES`` (D-CNF-013).  Every mistake on the
+command line (an option, a file, a report path, a selection of nothing) is found before
+any case runs.  Only argparse is imported here, so ``intentref --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from intentref.suite.usage import UsageError, worker_count
+
+if TYPE_CHECKING:  # imported where it is used: the command line starts without the runner
+    from intentref.suite.targets.base import Target
+
+# spec: D-CNF-013 -- one status per kind of outcome, so a CI script can tell them apart.
+EXIT_OK: Final = 0
+EXIT_FAILED: Final = 1
+EXIT_USAGE: Final = 2
+EXIT_TARGET_UNUSABLE: Final = 3
+EXIT_NOTHING_SELECTED: Final = 4
+EXIT_STATUSES: Final = (
+    (EXIT_OK, "every case passed or was unsupported (expected failures allowed, none stale)"),
+    (EXIT_FAILED, "a case failed or errored, or an expected-failures entry is stale"),
+    (EXIT_USAGE, "a usage error: an option, a file or a report path (found before any case runs)"),
+    (EXIT_TARGET_UNUSABLE, "the target could not start, or does not serve the instances the cases use"),
+    (EXIT_NOTHING_SELECTED, "the selection (--level, --only, --skip) selects no case"),
+)
+
+
+class NothingSelected(Exception):
+    """The selection selects no case: exit status 4, so a mistyped pattern never passes in CI."""
+
+
+def exit_status_text() -> str:
+    """The exit statuses as the --help epilog lists them."""
+    return "exit status:\n" + "\n".join(f"  {code}  {meaning}" for code, meaning in EXIT_STATUSES)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.epilog = exit_status_text()
+    p.formatter_class = argparse.RawDescriptionHelpFormatter  # keeps the epilog's lines
+    targets = p.add_argument_group("target (default: the bundled reference over stdio)")
+    group = targets.add_mutually_exclusive_group()
+    group.add_argument("--in-process", action="store_true", help="the reference Bridge called directly")
+    group.add_argument(
+        "--stdio",
+        metavar="COMMAND",
+        help="an MCP server started per run with COMMAND; {config} is the instances file; "
+        "{maxJobs}, {maxReplayEntries}, {maxReplayBytes}, {jobTtlMs} and {replayTtlMs} are the Bridge "
+        "options; [ ... ] groups are dropped when their option is unset",
+    )
+    group.add_argument("--http", metavar="URL", help="an MCP server already serving streamable HTTP at URL, "
+                       "with the suite's instances (intent-runtime-mcp --config conformance/instances.json --http ...)")
+    group.add_argument("--http-reference", action="store_true", help="the bundled reference over HTTP on 127.0.0.1")
+    group.add_argument("--harness", metavar="COMMAND", help="a JSON-lines harness (conformance/harness.schema.json)")
+    group.add_argument("--target", metavar="SPEC", help="any target by its spec, KIND or KIND:ARGUMENT (stdio:COMMAND, variant:NAME, faulty:NAME, "
+                            "python:MODULE:ATTR, ...; an unknown kind is answered with the list of all)")
+    targets.add_argument("--era", choices=("auto", "2026", "legacy"), default="auto",
+                         help="MCP era: auto (negotiated, default), 2026 (2026-07-28) or legacy (initialize handshake)")  # fmt: skip
+    targets.add_argument("--cold-start", action="store_true",
+                         help="default target: start every server process from the console script, not forked")  # fmt: skip
+    targets.add_argument("--smoke", action="store_true", help="with --harness: check the harness protocol only")
+
+    chosen = p.add_argument_group("selection")
+    chosen.add_argument("--level", choices=("normative", "all"), default="all", help="normative: only seed-required cases")
+    chosen.add_argument("--only", action="append", default=[], metavar="PATTERN", help="case ids to run (fnmatch, repeatable)")
+    chosen.add_argument("--skip", action="append", default=[], metavar="PATTERN", help="case ids to leave out (repeatable)")
+    chosen.add_argument("--expected-failures", metavar="FILE", help="case ids expected to fail (JSON or text)")
+    chosen.add_argument("--cases", metavar="DIR", help="fixture folder (default: the bundled conformance/cases)")
+    chosen.add_argument("--timeout", type=float, default=10.0, metavar="S",
+                        help="longest wait for one answer (default 10 s); longer is errored")  # fmt: skip
+    chosen.add_argument("--jobs", type=worker_count, metavar="N",
+                        help="worker processes (default: the CPUs this process may use)")  # fmt: skip
+    chosen.add_argument("--isolate", action="store_true",
+                        help="give every case a run of its own (a new server process over stdio); "
+                             "by default cases that need no new Bridge share long-lived ones")  # fmt: skip
+
+    out = p.add_argument_group("reports")
+    out.add_argument("--json", dest="json_out", metavar="FILE", help="write the JSON report")
+    out.add_argument("--junit", metavar="FILE", help="write JUnit XML")
+    out.add_argument("--html", metavar="FILE", help="write a self-contained HTML page")
+
+    p.add_argument("--write-mjs", action="store_true", help="maintenance: regenerate conformance/instances.mjs")
+    p.add_argument("--check", action="store_true", help="with --write-mjs: exit 1 if instances.mjs is stale")
+    p.set_defaults(run=run)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="intentref conformance", description=__doc__.splitlines()[0] if __doc__ else None)
+    add_arguments(p)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse printed usage (2) or --help (0)
+        return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
+    return run(args)
+
+
+# --------------------------------------------------------------------------- instances.mjs
+
+
+def instances_mjs() -> str:
+    """``conformance/instances.mjs``: instances.json as the default export the JavaScript CLI loads."""
+    from intentref.suite.targets.base import load_instances
+
+    body = json.dumps({"instances": load_instances()}, ensure_ascii=False, indent=2)
+    return (
+        "// Generated from instances.json by `intentref conformance --write-mjs`; do not edit.\n"
+        "// The configuration `intent-runtime-mcp --config instances.mjs` loads.\n"
+        f"export default {body};\n"
+    )
+
+
+def _write_mjs(check: bool) -> int:
+    from intentref._paths import data_dir
+
+    path = data_dir("conformance") / "instances.mjs"
+    text = instances_mjs()
+    if check:
+        if not path.exists() or path.read_text("utf-8") != text:
+            print(f"{path} is stale: run `intentref conformance --write-mjs`", file=sys.stderr)
+            return EXIT_FAILED
+        return EXIT_OK
+    path.write_text(text, "utf-8")
+    print(f"wrote {path}")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- targets
+
+
+def _spec(args: argparse.Namespace) -> str:
+    if args.target:
+        return str(args.target)
+    if args.in_process:
+        return "in-process"
+    if args.stdio:
+        return f"stdio:{args.stdio}"
+    if args.http:
+        return f"http:{args.http}"
+    if args.http_reference:
+        return "http-reference"
+    if args.harness:
+        return f"harness:{args.harness}"
+    return "reference"
+
+
+# --------------------------------------------------------------------------- a run
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.write_mjs:
+        return _write_mjs(args.check)
+    if args.check:
+        print("intentref conformance: --check goes with --write-mjs", file=sys.stderr)
+        return EXIT_USAGE
+    if args.smoke:
+        if not args.harness:
+            print("intentref conformance: --smoke checks a harness: give --harness COMMAND", file=sys.stderr)
+            return EXIT_USAGE
+        from intentref.suite.targets.harness import smoke
+
+        return EXIT_OK if smoke(args.harness, args.timeout) else EXIT_FAILED
+    from intentref.suite.targets.base import TargetCannotStart
+
+    try:
+        return _run(args)
+    except UsageError as exc:
+        print(f"intentref conformance: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except NothingSelected as exc:
+        print(f"intentref conformance: {exc}", file=sys.stderr)
+        return EXIT_NOTHING_SELECTED
+    except TargetCannotStart as exc:
+        print(f"intentref conformance: the target could not start: {exc}", file=sys.stderr)
+        return EXIT_TARGET_UNUSABLE
+    except MissingInstances as exc:
+        print(f"intentref conformance: {exc}", file=sys.stderr)
+        return EXIT_TARGET_UNUSABLE
+
+
+_REPORT_NAMES: Final = {"--json": "JSON", "--junit": "JUnit XML", "--html": "HTML"}
+
+
+class MissingInstances(Exception):
+    """A server configured elsewhere lacks instances the selected cases use: exit status 3."""
+
+
+def _report_paths(args: argparse.Namespace) -> list[tuple[str, str, str]]:
+    """(flag, path, writer) of every report asked for, each path checked before the run (D-CNF-013)."""
+    from intentref.suite.reports.conformance import output_problem
+
+    wanted = [("--json", args.json_out, "write_json"), ("--junit", args.junit, "write_junit"),
+              ("--html", args.html, "write_html")]  # fmt: skip
+    chosen = [(flag, path, writer) for flag, path, writer in wanted if path]
+    seen: dict[str, str] = {}
+    for flag, path, _ in chosen:
+        problem = output_problem(path)
+        if problem is not None:
+            raise UsageError(f"{flag} {path}: {problem}")
+        resolved = str(Path(path).resolve())
+        if resolved in seen:
+            raise UsageError(f"{seen[resolved]} and {flag} both write {path}")
+        seen[resolved] = flag
+    return chosen
+
+
+def _selected(args: argparse.Namespace) -> list[Any]:
+    from intentref.suite.cases.fixtures import load_cases, select
+
+    try:
+        every = load_cases(Path(args.cases) if args.cases else None)
+    except ValueError as exc:  # a fixture file that does not satisfy fixture.schema.json
+        raise UsageError(str(exc)) from None
+    cases = select(every, args.level, args.only, args.skip)
+    if not cases:
+        asked = [f"--level {args.level}", *(f"--only {p}" for p in args.only), *(f"--skip {p}" for p in args.skip)]
+        areas = ", ".join(sorted({case.area for case in every})) or "none"
+        raise NothingSelected(f"{' '.join(asked)} selects none of the {len(every)} cases "
+                              f"(case ids are an area and a number, e.g. BRG-0001; areas: {areas})")  # fmt: skip
+    return cases
+
+
+def _check_instances(target: Target, cases: list[Any]) -> None:
+    """A server configured elsewhere must serve the instances the cases use; say which it lacks."""
+    if not target.configured_elsewhere:
+        return
+    from intentref.suite.targets.base import load_instances
+    from intentref.suite.targets.preflight import missing_instances
+
+    suite = load_instances()
+    used = sorted({name for case in cases if "setup" not in case.data
+                   for name in case.data.get("instances", []) if name in suite})  # fmt: skip
+    missing = missing_instances(target, used)
+    if missing:
+        raise MissingInstances(
+            f"{target.name} does not serve the instance(s) {', '.join(missing)} that the "
+            "selected cases use; start it with the suite's instances: "
+            "intent-runtime-mcp --config conformance/instances.json --http 127.0.0.1:8765"
+        )
+
+
+def _run(args: argparse.Namespace) -> int:
+    from intentref.suite.cases import baseline
+    from intentref.suite.execution import workers
+    from intentref.suite.targets import registry
+    from intentref.suite.targets.base import TargetCannotStart
+
+    listed: dict[str, str] = {}
+    if args.expected_failures:
+        try:
+            listed = baseline.load(args.expected_failures)
+        except baseline.BaselineError as exc:
+            raise UsageError(str(exc)) from None
+    if args.cases and not Path(args.cases).is_dir():
+        raise UsageError(f"--cases {args.cases}: not a folder")
+    report_paths = _report_paths(args)
+    spec = registry.parse(_spec(args), args.era, args.timeout, args.cold_start)  # every mistake in it, now
+    problem = registry.program_problem(spec)
+    if problem is not None:
+        raise TargetCannotStart(problem)
+    started_at = datetime.now(UTC)
+    started = time.perf_counter()
+    # The selection before the target: a selection of nothing is a mistake found in the
+    # time it takes to read the fixtures, with no server started and stopped for it.
+    cases = _selected(args)
+    jobs = args.jobs or workers.default_jobs()
+    spec, findings = _checked(spec, cases)
+    for finding in findings:
+        print(f"note: {finding}")
+    console = _console()
+    first_done: list[float] = []
+    with _progress(console, cases) as advance:
+
+        def on_outcome(case: Any, outcome: Any) -> None:
+            if not first_done:
+                first_done.append(time.perf_counter())
+            advance(case, outcome)
+
+        outcomes, work = workers.execute(cases, spec, jobs=jobs, isolate=args.isolate, on_outcome=on_outcome)
+    ended = time.perf_counter()
+    run_info = _run_info(args, spec, work, started_at, ended - started, len(cases), jobs)
+    if findings:
+        run_info["findings"] = findings
+    _print_summary(console, run_info, cases, outcomes, args.cases)
+    from intentref.suite.reports import conformance as reports
+
+    for flag, path, writer in report_paths:
+        getattr(reports, writer)(path, run_info, cases, outcomes)
+        print(f"{_REPORT_NAMES[flag]} report written to {path}")
+    if first_done and len(cases) > 1:
+        # Start-up (a server, an interpreter, the first run) is paid once; the rate that
+        # matters for a long suite is the one after it.
+        rate = (len(cases) - 1) / max(ended - first_done[0], 1e-9)
+        print(f"{len(cases)} cases in {ended - started:.1f} s; {rate:.0f} cases/s after start-up "
+              f"({first_done[0] - started:.1f} s), {jobs} worker process{'es' if jobs != 1 else ''}")  # fmt: skip
+    verdict = baseline.judge(outcomes, listed)
+    if listed:
+        print(f"expected failures: {len(verdict.expected)} still failing, {len(verdict.stale)} stale, "
+              f"{len(verdict.not_run)} not run")  # fmt: skip
+        for case_id in verdict.stale:
+            print(f"  stale: {case_id} passes now; remove it from {args.expected_failures}")
+    return EXIT_OK if verdict.ok else EXIT_FAILED
+
+
+def _checked(spec: Any, cases: list[Any]) -> tuple[Any, list[str]]:
+    """A server configured elsewhere: its era negotiated once, the instances the cases use served.
+
+    Asked here, before any worker starts, so a server that cannot serve the run stops it with
+    one line (D-CNF-013, D-CNF-052); with what the runner learnt of it on the way (findings,
+    D-CNF-056).
+    """
+    from intentref.suite.targets.base import TargetCannotStart
+    from intentref.suite.targets.registry import KINDS
+
+    if not KINDS[spec.kind].configured_elsewhere:
+        return spec, []
+    target = spec.build()
+    try:
+        if not target.configured_elsewhere:
+            return spec, []
+        from dataclasses import replace
+
+        try:
+            if spec.era == "auto":
+                negotiated = target.negotiate()
+                if negotiated is not None:
+                    spec = replace(spec, era=negotiated)  # the workers need not ask again
+            _check_instances(target, cases)
+        except RuntimeError as exc:
+            # Its first connection failed in a way no case caused (an HTTP refusal of the
+            # handshake, a broken reply): no case can run, so it is one line and status 3.
+            raise TargetCannotStart(str(exc)) from None
+        return spec, target.findings()
+    finally:
+        target.close()
+
+
+def _run_info(args: argparse.Namespace, spec: Any, work: Any, started_at: datetime, seconds: float,
+              count: int, jobs: int) -> dict[str, Any]:  # fmt: skip
+    from intentref import __version__
+
+    return {
+        "target": work.name or spec.text,
+        "transport": work.transport,
+        "era": (work.era or spec.era) if work.transport == "mcp" else "-",  # only MCP has eras
+        "eraAsked": args.era if work.transport == "mcp" else "-",  # auto: the era above was negotiated
+        "started": started_at.isoformat(timespec="seconds"),
+        "seconds": round(seconds, 3),
+        "python": platform.python_version(),
+        "intentref version": __version__,
+        "jobs": jobs,
+        "isolate": bool(args.isolate),
+        "selection": {
+            "level": args.level,
+            "only": list(args.only),
+            "skip": list(args.skip),
+            "cases": count,
+            "expectedFailures": args.expected_failures,
+        },
+    }
+
+
+# --------------------------------------------------------------------------- presentation
+
+
+def _console() -> Any:
+    try:
+        from rich.console import Console
+    except ImportError:  # pragma: no cover - rich is a dependency
+        return None
+    return Console()
+
+
+@contextlib.contextmanager
+def _progress(console: Any, cases: list[Any]) -> Any:
+    from intentref.suite.reports.conformance import LiveProgress
+
+    with LiveProgress(console, len(cases), cases=cases) as progress:
+        yield progress.advance
+
+
+def _print_summary(console: Any, run_info: dict[str, Any], cases: list[Any], outcomes: list[Any],
+                   folder: str | None) -> None:  # fmt: skip
+    from intentref.suite.reports.conformance import area_titles, print_summary
+
+    print_summary(console, run_info, cases, outcomes, area_titles(folder))

@@ -1,1 +1,0 @@
-"""The conformance suite runner: fixtures, matchers, targets, reports."""

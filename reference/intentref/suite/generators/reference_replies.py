@@ -1,0 +1,76 @@
+"""Real replies of the reference, for the generators that start from one (fuzz, strategies).
+
+A Bridge of the property catalog (``_property_targets.catalog_instances``) serves the
+draws; it lived at the end of ``_strategies_impl`` until issue 18, which moved it here
+because the catalog itself imports the generators: the generators stay below the catalog
+and this module, which needs both, sits above them (no import circle).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from intentref.suite.generators.strategies_impl import (
+    CANDIDATE_FAULTS,
+    Draw,
+    Plan,
+    Subject,
+    core_candidate,
+    data_candidate,
+    faults_for,
+    plan_request,
+    sentence,
+    token,
+)
+from intentref.suite.properties.targets import catalog_instances
+
+_REFERENCE: dict[str, Any] = {}
+
+
+def reference_session() -> Any:
+    """A session of one in-process reference Bridge serving the property catalog (built once)."""
+    if "bridge" not in _REFERENCE:
+        from intentref.bridge import create_intent_bridge
+        from intentref.intent import Intent
+
+        instances = {name: Intent(config) for name, config in catalog_instances().items()}
+        _REFERENCE["bridge"] = create_intent_bridge({"instances": instances})
+    return _REFERENCE["bridge"].connect()
+
+
+def catalog_schema(name: str) -> dict[str, Any]:
+    schema_value: dict[str, Any] = catalog_instances()[name].get("schema", {})
+    return schema_value
+
+
+def reference_reply(d: Draw) -> dict[str, Any]:
+    """A real reply of the reference (task, result or error), tokens redrawn from ``d``."""
+    session = reference_session()
+    try:
+        name = d.choice(sorted(catalog_instances()))
+        plan = plan_request(d, name, catalog_schema(name), allow_empty_selection=True)
+        reply: dict[str, Any] = session.prepare(plan.request)
+        for _ in range(d.integer(0, 3)):
+            if reply["kind"] != "task":
+                break
+            reply = _advance(d, session, reply, plan)
+    finally:
+        session.close()
+    return {**reply, **{m: token(d) for m in ("jobId", "stepToken") if m in reply}}
+
+
+def _advance(d: Draw, session: Any, task: dict[str, Any], plan: Plan) -> dict[str, Any]:
+    ids = {"jobId": task["jobId"], "stepToken": task["stepToken"]}
+    if d.integer(0, 5) == 0:
+        return dict(session.cancel({"jobId": task["jobId"], "outcome": d.choice(["cancelled", "refusal", "incomplete"]),
+                                    "detail": sentence(d)}))  # fmt: skip
+    payload = json.loads(task["payload"])
+    if task["stage"] == "core":
+        subject = Subject("core", core_candidate(d), payload)
+    else:
+        subject = Subject("data", data_candidate(d, payload, plan.data), payload)
+    text = subject.text
+    if d.integer(0, 2) == 0:
+        text = CANDIDATE_FAULTS[d.choice(faults_for(subject, include_heavy=False))](subject, d).text
+    return dict(session.accept({**ids, "candidateText": text}))

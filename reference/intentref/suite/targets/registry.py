@@ -1,0 +1,341 @@
+"""Target specs: parsed once, here, into a ``TargetSpec`` every command builds its target from.
+
+A spec is a short text naming a kind of target and its argument (``stdio:my-server --config
+{config}``, ``http:http://127.0.0.1:8765/mcp``, ``variant:no-replay``, …).  ``parse`` reads
+it against the one table of kinds below (``KINDS``), once, and finds every mistake in it
+before any target starts (D-CNF-013): an unknown kind, a missing argument, a command
+template that cannot be read.  ``TargetSpec.build()`` then makes the target, as often as
+needed: the runner's worker processes each build their own from the same spec, so a spec is
+plain data (picklable), never a live object.
+
+What may live here: the spec record, the table of kinds and, per kind, the function that
+builds its target.  The targets themselves live in their own modules (``targets``,
+``mcp_targets``, ``harness``, the decision variants, the faulty implementations).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Final
+
+from intentref.suite.targets.base import CallSession, Reply, Run, Session, Target
+from intentref.suite.usage import UsageError
+
+ERAS: Final = ("auto", "2026", "legacy")
+DEFAULT_TIMEOUT: Final = 10.0
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """A parsed target spec: its kind, its argument and the options every kind may take.
+
+    ``era`` is the MCP era (``2026`` is 2026-07-28, ``legacy`` the initialize handshake,
+    ``auto`` negotiated by the first connection, D-CNF-052) and matters to MCP kinds only; ``timeout`` bounds the wait for one answer; ``cold_start``
+    starts the bundled server from its console script instead of forking it (D-CNF-006).
+    ``resources`` carries what a parent process started for the workers to share (the
+    reference zygote's socket), never anything a user writes.
+    """
+
+    kind: str
+    argument: str = ""
+    era: str = "auto"
+    timeout: float = DEFAULT_TIMEOUT
+    cold_start: bool = False
+    resources: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+
+    @property
+    def text(self) -> str:
+        return f"{self.kind}:{self.argument}" if self.argument else self.kind
+
+    def with_resources(self, **resources: str) -> TargetSpec:
+        return replace(self, resources=tuple(sorted({**dict(self.resources), **resources}.items())))
+
+    def resource(self, name: str) -> str | None:
+        return dict(self.resources).get(name)
+
+    def build(self) -> Target:
+        """A new target of this spec (a process of its own is started only when a run opens)."""
+        return KINDS[self.kind].build(self)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class TargetKind:
+    name: str
+    argument: str  # what follows the colon ("" when the kind takes none)
+    summary: str
+    build: Callable[[TargetSpec], Target]
+    check: Callable[[str], None] | None = None  # finds a mistake in the argument (UsageError)
+    configured_elsewhere: bool = False  # may serve a configuration of its own (asked before a run)
+
+
+KINDS: dict[str, TargetKind] = {}
+# Names that were once written otherwise, read as the kind they mean.
+_ALIASES: Final = {"inprocess": "in-process", "reference-in-process": "in-process"}
+
+
+def kind(name: str, argument: str, summary: str, check: Callable[[str], None] | None = None,
+         configured_elsewhere: bool = False) -> Callable[[Callable[[TargetSpec], Target]], Callable[[TargetSpec], Target]]:  # fmt: skip
+    """Register the builder of one kind of target."""
+
+    def register(build: Callable[[TargetSpec], Target]) -> Callable[[TargetSpec], Target]:
+        KINDS[name] = TargetKind(name, argument, summary, build, check, configured_elsewhere)
+        return build
+
+    return register
+
+
+def parse(text: str, era: str = "auto", timeout: float = DEFAULT_TIMEOUT, cold_start: bool = False) -> TargetSpec:
+    """The spec ``text`` names, with every mistake in it raised as a one-line ``UsageError``."""
+    if era not in ERAS:
+        raise UsageError(f"--era must be one of {', '.join(ERAS)}, not {era!r}")
+    if not timeout > 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, not {timeout!r}")
+    name, colon, argument = text.strip().partition(":")
+    name = _ALIASES.get(name, name)
+    if name == "stdio" and argument.strip() == "reference":
+        name, argument = "reference", ""
+    if name not in KINDS:
+        raise UsageError(f"unknown target {text!r}; use one of: {described()}")
+    entry = KINDS[name]
+    argument = argument.strip()
+    if entry.argument and not argument:
+        raise UsageError(f"target {name} needs {entry.argument} after the colon: {name}:{entry.argument}")
+    if not entry.argument and colon and argument:
+        raise UsageError(f"target {name} takes nothing after a colon, got {argument!r}")
+    if name == "stdio" and "{config}" not in argument:
+        # The seeds' CLI takes its instances file as --config FILE (seed 000 #MCP 服务).
+        argument = f"{argument} --config {{config}}"
+    if entry.check is not None:
+        entry.check(argument)
+    return TargetSpec(name, argument, era, timeout, cold_start)
+
+
+def program_problem(spec: TargetSpec) -> str | None:
+    """Why the program a command spec (``stdio:``, ``harness:``) starts cannot be run, or None.
+
+    Asked before anything is read or started, so a mistyped command costs no start-up
+    (D-CNF-013); a failure this cannot foresee (a bad interpreter line) is caught when the
+    process starts.
+    """
+    if spec.kind not in ("stdio", "harness"):
+        return None
+    import shlex
+
+    from intentref.suite.targets.base import program_problem as problem_of
+
+    try:
+        words = shlex.split(spec.argument)
+    except ValueError:
+        return None  # an unbalanced quote: building the target says so as a usage error
+    if not words or words[0].startswith(("[", "{")):
+        return None
+    problem = problem_of(words[0])
+    return None if problem is None else f"cannot run {words[0]!r}: {problem}"
+
+
+def described() -> str:
+    """Every kind as the help texts list them: ``in-process, stdio:COMMAND, …``."""
+    return ", ".join(f"{k.name}:{k.argument}" if k.argument else k.name for k in KINDS.values())
+
+
+def build(text: str, era: str = "auto", timeout: float = DEFAULT_TIMEOUT) -> Target:
+    """Parse and build in one step (tests and one-off callers)."""
+    return parse(text, era, timeout).build()
+
+
+# --------------------------------------------------------------------------- the kinds
+
+
+@kind("in-process", "", "the reference Bridge called directly")
+def _in_process(spec: TargetSpec) -> Target:
+    from intentref.suite.targets.base import InProcessTarget
+
+    return InProcessTarget()
+
+
+def _check_template(argument: str) -> None:
+    from intentref.suite.targets.mcp import CommandTemplate
+
+    try:
+        CommandTemplate.parse(argument)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+@kind("reference", "", "the bundled intent-runtime-mcp over stdio (forked from a pre-imported process)")
+def _reference(spec: TargetSpec) -> Target:
+    from intentref.suite.targets import mcp as mcp_targets
+
+    return mcp_targets.StdioTarget.reference(spec.era, spec.timeout, fork=not spec.cold_start,
+                                             zygote_socket=spec.resource("zygote"))  # fmt: skip
+
+
+@kind("stdio", "COMMAND", "an MCP server your command starts over stdio ({config} is the instances file)",
+      check=_check_template)  # fmt: skip
+def _stdio(spec: TargetSpec) -> Target:
+    from intentref.suite.targets import mcp as mcp_targets
+
+    return mcp_targets.StdioTarget(spec.argument, spec.era, spec.timeout)
+
+
+@kind("http", "URL", "an MCP server already listening on streamable HTTP at URL", configured_elsewhere=True)
+def _http(spec: TargetSpec) -> Target:
+    from intentref.suite.targets import mcp as mcp_targets
+
+    return mcp_targets.HttpTarget(spec.argument, spec.era, spec.timeout)
+
+
+@kind("http-reference", "", "the bundled server on streamable HTTP at 127.0.0.1, one per worker")
+def _http_reference(spec: TargetSpec) -> Target:
+    from intentref.suite.targets import mcp as mcp_targets
+
+    return mcp_targets.HttpReferenceTarget(spec.era, spec.timeout, zygote_socket=spec.resource("zygote"))
+
+
+@kind("harness", "COMMAND", "your Bridge API over JSON lines (conformance/harness.schema.json)")
+def _harness(spec: TargetSpec) -> Target:
+    from intentref.suite.targets.harness import HarnessTarget
+
+    return HarnessTarget(spec.argument, spec.timeout)
+
+
+def _check_variant(name: str) -> None:
+    from intentref.suite.alterations import variants
+
+    if name != "all" and name not in variants.catalogue():
+        raise UsageError(f"no decision variant {name!r}; known: all, {', '.join(variants.catalogue())}")
+
+
+@kind("variant", "NAME", "the reference with other decisions (intentref levels --list)", check=_check_variant)
+def _variant(spec: TargetSpec) -> Target:
+    from intentref.suite.alterations import variants
+
+    return variants.target(spec.argument)
+
+
+@kind("variant-envelope", "NAME", "a decision variant behind the reference's own MCP tool layer (the envelope cases)",
+      check=_check_variant)  # fmt: skip
+def _variant_envelope(spec: TargetSpec) -> Target:
+    from intentref.suite.alterations import variants
+
+    return variants.target(spec.argument, envelope=True)
+
+
+def _check_fault(name: str) -> None:
+    from intentref.suite.alterations import faulty
+
+    if name not in faulty.FAULTS:
+        raise UsageError(f"no faulty implementation {name!r}; known: {', '.join(faulty.FAULTS)}")
+
+
+@kind("faulty", "NAME", "a deliberately broken reference (intentref recall)", check=_check_fault)
+def _faulty(spec: TargetSpec) -> Target:
+    from intentref.suite.alterations import faulty
+
+    return faulty.faulty_target(spec.argument)
+
+
+def _check_python(argument: str) -> None:
+    module, colon, attr = argument.rpartition(":")
+    if not colon or not module or not attr:
+        raise UsageError(f"python:{argument}: write python:MODULE:ATTR (a Target, or a callable that makes one)")
+
+
+@kind("python", "MODULE:ATTR", "a Target object (or a callable making one) of your own module", check=_check_python,
+      configured_elsewhere=True)  # fmt: skip
+def _python(spec: TargetSpec) -> Target:
+    module, _, attr = spec.argument.rpartition(":")
+    try:
+        made: Any = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise UsageError(f"python:{spec.argument}: {exc}") from None
+    target = made() if callable(made) and not hasattr(made, "open") else made
+    return as_target(target)
+
+
+def as_target(obj: Any) -> Target:
+    """A user's target (``python:MODULE:ATTR``, the pytest plugin's ``intentref_target``) as a ``Target``.
+
+    It may be any object with ``open`` and ``close`` -- a subclass of ``Target`` or not --
+    whose runs and sessions may be duck-typed too; this is the one place where its optional
+    members are looked up and its runs made ``Run``s.
+    """
+    return obj if isinstance(obj, _DuckTarget) else _DuckTarget(obj)
+
+
+class _DuckTarget(Target):
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.name = str(getattr(inner, "name", type(inner).__name__))
+        self.transport = str(getattr(inner, "transport", "in-process"))
+        declared = getattr(inner, "capabilities", None)
+        self.capabilities = frozenset(declared) if declared is not None else None
+        self.long_lived_runs = bool(getattr(inner, "long_lived_runs", False))
+        self.configured_elsewhere = bool(getattr(inner, "configured_elsewhere", False))
+
+    @property
+    def separate_sessions(self) -> bool:
+        return bool(getattr(self._inner, "separate_sessions", True))
+
+    def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
+        ask = getattr(self._inner, "unsupported", None)
+        return ask(bridge_options) if ask is not None else None
+
+    def unsupported_case(self, case: dict[str, Any]) -> str | None:
+        ask = getattr(self._inner, "unsupported_case", None)
+        return ask(case) if ask is not None else None
+
+    def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run:
+        run = self._inner.open(instances, bridge_options)
+        return run if isinstance(run, Run) else _DuckRun(run)
+
+    def expect_runs(self, runs: Any) -> None:
+        expect = getattr(self._inner, "expect_runs", None)
+        if expect is not None:
+            expect(runs)
+
+    def close(self) -> None:
+        close = getattr(self._inner, "close", None)
+        if close is not None:
+            close()
+
+
+class _DuckRun(Run):
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def connect(self) -> Session:
+        session = self._inner.connect()
+        return session if isinstance(session, Session) else _DuckSession(session)
+
+    def new_case(self) -> None:
+        new_case = getattr(self._inner, "new_case", None)
+        if new_case is not None:
+            new_case()
+
+    def left_behind(self) -> list[str]:
+        left_behind = getattr(self._inner, "left_behind", None)
+        return list(left_behind()) if left_behind is not None else []
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class _DuckSession(CallSession):
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def _call(self, op: str, request: Any) -> Reply:
+        return getattr(self._inner, op)(request)  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def release(self) -> None:
+        release = getattr(self._inner, "release", None)
+        (release or self._inner.close)()
