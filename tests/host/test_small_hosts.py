@@ -53,7 +53,8 @@ def test_a_short_host_passes_at_normative_level_and_differs_from_the_reference_w
 
 def test_the_readme_section_quotes_the_short_hosts_verbatim():
     readme = (HOSTS.parents[1] / "README.md").read_text("utf-8")
-    section = readme[readme.index("\n## Test your host\n"):readme.index("\n## MCP server\n")]
+    start = readme.index("\n## Test your host\n")
+    section = readme[start:readme.index("\n## ", start + 1)]
     assert f"```python\n{(HOSTS / 'ten_line_host.py').read_text('utf-8')}```" in section
     assert f"```javascript\n{(NODE_DIR / 'ten_line_host.mjs').read_text('utf-8')}```" in section
     assert len((NODE_DIR / "ten_line_host.mjs").read_text("utf-8").splitlines()) <= 10

@@ -3,7 +3,7 @@
     python python_host.py --server "SERVER COMMAND" --model "MODEL COMMAND" --request FILE
     python python_host.py --url URL --model "MODEL COMMAND" --request FILE      (streamable HTTP)
 
-It is the README's host loop (tests/mcp/host_loop_example.py) carried through to every
+It is the host loop README links (tests/mcp/host_loop_example.py) carried through to every
 rule ``intentref host`` judges (R-HST-001 … R-HST-015) and the reference's own choices
 (D-HST-003 … D-HST-006).  Each decision a host makes is one small method, so that each
 broken host of ``tests/hosts/broken/`` overrides exactly one of them.

@@ -1,4 +1,4 @@
-"""The seed's recognizeWithHost, as an MCP host: the README quotes this file verbatim."""
+"""The seed's recognizeWithHost, as an MCP host: the README links this file as its Python host loop."""
 
 from collections.abc import Awaitable, Callable
 from typing import Any

@@ -1,4 +1,4 @@
-"""The README's Python host loop (tests/mcp/host_loop_example.py) against the installed command.
+"""The Python host loop README links (tests/mcp/host_loop_example.py) against the installed command.
 
 The example is seed 000's recognizeWithHost over MCP; here a scripted generator stands in
 for the host's model.  It runs the real console script over stdio with the SDK's Client.
