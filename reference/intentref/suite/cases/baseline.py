@@ -73,17 +73,14 @@ class ExpectedFailuresCheck:
 def judge(outcomes: Iterable[CaseOutcome], listed: dict[str, str] | None = None) -> ExpectedFailuresCheck:
     listed = listed or {}
     check = ExpectedFailuresCheck()
-    ran: set[str] = set()
     for outcome in outcomes:
         failing = outcome.outcome in (FAILED, ERRORED)
-        if outcome.case_id in listed:
+        if outcome.case_id not in listed:
             if failing:
-                check.expected.append(outcome.case_id)
-                ran.add(outcome.case_id)
-            elif outcome.outcome == PASSED:
-                check.stale.append(outcome.case_id)
-                ran.add(outcome.case_id)
+                check.unexpected.append(outcome.case_id)
         elif failing:
-            check.unexpected.append(outcome.case_id)
-    check.not_run = sorted(set(listed) - ran)
+            check.expected.append(outcome.case_id)
+        elif outcome.outcome == PASSED:
+            check.stale.append(outcome.case_id)
+    check.not_run = sorted(set(listed) - set(check.expected) - set(check.stale))
     return check
