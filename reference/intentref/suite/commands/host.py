@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 
 USAGE_STATUS: Final = 2
 FAIL_STATUS: Final = 1
+# The rules a host is judged by, for the reader of its report.
+RULES_NOTE: Final = ("Rules: seed 000's host rules (R-HST, normative), the contract (D-HST-001) and the reference "
+                     "host's choices (D-HST, reference).")  # fmt: skip
 
 
 def add_parser(sub: Any) -> None:
@@ -99,11 +102,6 @@ def run(args: argparse.Namespace) -> int:
     if args.html:
         html.write_html(args.html, report)
     return FAIL_STATUS if report.tally[FAILED] else 0
-
-
-# The rules a host is judged by, for the reader of its report.
-RULES_NOTE: Final = ("Rules: seed 000's host rules (R-HST, normative), the contract (D-HST-001) and the reference "
-                     "host's choices (D-HST, reference).")  # fmt: skip
 
 
 def host_report(command: str, verdicts: Sequence[Any], level: str, seconds: float) -> Report:

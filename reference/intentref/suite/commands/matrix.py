@@ -245,14 +245,17 @@ def _summary(impl: Implementation, rows: list[Row]) -> dict[str, Any]:
     }
 
 
+def _result(row: Row) -> dict[str, Any]:
+    return {"outcome": row.outcome, "detail": row.detail, "mismatches": list(row.lines), "failedStep": row.failed_step}
+
+
 def document(impls: list[Implementation], cases: list[Case], wall: float, time_limit: float) -> dict[str, Any]:
     # Each implementation's column as the report's rows: what it answered, or why it could not (D-CNF-041).
     columns = {impl.name: [case_row(case, _outcome(impl, case)) for case in cases] for impl in impls}
     entries = []
     disagreements = []
     for index, case in enumerate(cases):
-        results = {name: {"outcome": r.outcome, "detail": r.detail, "mismatches": list(r.lines), "failedStep": r.failed_step}
-                   for name, r in ((name, rows[index]) for name, rows in columns.items())}  # fmt: skip
+        results = {name: _result(rows[index]) for name, rows in columns.items()}
         if len({r["outcome"] for r in results.values() if r["outcome"] in (PASSED, FAILED)}) > 1:
             disagreements.append(case.id)
         entries.append({"id": case.id, "area": case.area, "file": case.file, "level": case.level,

@@ -15,17 +15,8 @@ from intentref.core.limits import well_formed
 from intentref.suite.cases.fixtures import Case
 from intentref.suite.cases.script import CaseOutcome
 from intentref.suite.cases.values import Mismatch
-from intentref.suite.reports import console, html, junit, output
-from intentref.suite.reports.model import (
-    LEVELS,
-    Report,
-    Row,
-    by_area,
-    clean_json,
-    conformance,
-    counts,
-    of_level,
-)
+from intentref.suite.reports import console, html, junit, model, output
+from intentref.suite.reports.model import LEVELS, Report, Row, by_area, clean_json, counts, of_level
 
 REPORT_FORMAT = "intentref-conformance-report/1"
 
@@ -71,21 +62,18 @@ def report_schema() -> dict[str, Any]:
     return schema
 
 
-# The conformance command's four renderings of one run.
-
-
 def print_summary(to: Console, run_info: dict[str, Any], cases: list[Case], outcomes: list[CaseOutcome],
                   titles: dict[str, str] | None = None) -> None:  # fmt: skip
-    console.print_summary(to, conformance(run_info, cases, outcomes), titles)
+    console.print_summary(to, model.conformance(run_info, cases, outcomes), titles)
 
 
 def write_json(path: output.PathLike, run_info: dict[str, Any], cases: list[Case], outcomes: list[CaseOutcome]) -> None:
-    output.write_json(path, report_document(conformance(run_info, cases, outcomes)))
+    output.write_json(path, report_document(model.conformance(run_info, cases, outcomes)))
 
 
 def write_junit(path: output.PathLike, run_info: dict[str, Any], cases: list[Case], outcomes: list[CaseOutcome]) -> None:
-    junit.write_junit(path, conformance(run_info, cases, outcomes))
+    junit.write_junit(path, model.conformance(run_info, cases, outcomes))
 
 
 def write_html(path: output.PathLike, run_info: dict[str, Any], cases: list[Case], outcomes: list[CaseOutcome]) -> None:
-    html.write_html(path, conformance(run_info, cases, outcomes))
+    html.write_html(path, model.conformance(run_info, cases, outcomes))

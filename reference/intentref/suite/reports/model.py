@@ -50,6 +50,8 @@ class Row:
 
 @dataclass(frozen=True)
 class Report:
+    """A run: its facts and its rows."""
+
     name: str  # "intentref conformance": the heading of every rendering
     title: str  # the outcome in one sentence: the page's title
     run_info: dict[str, Any]
