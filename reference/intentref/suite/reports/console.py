@@ -23,23 +23,12 @@ from intentref.suite.reports.model import LEVELS, OUTCOMES, Report, Row, clean_t
 _STYLES = {PASSED: "green", FAILED: "red", UNSUPPORTED: "bright_black", ERRORED: "magenta"}
 
 
-def plain_value(value: Any) -> str:
-    """A run_info value as a reader wants it: a mapping as ``key value, key value`` (empty members
-    left out), a list as ``a, b``, anything else as its text."""
-    if isinstance(value, dict):
-        shown = [f"{key} {plain_value(item)}" for key, item in value.items() if item not in (None, "", [], {})]
-        return ", ".join(shown) or "-"
-    if isinstance(value, list | tuple):
-        return ", ".join(plain_value(item) for item in value) or "-"
-    return clean_text(value)
-
-
 def _run_info_text(run_info: dict[str, Any]) -> Text:
     text = Text("Conformance run", style="bold")
     for key, value in run_info.items():
         text.append("\n  ")
         text.append(f"{key}: ", style="dim")
-        text.append(plain_value(value))
+        text.append(model.plain_value(value))
     return text
 
 
@@ -179,10 +168,11 @@ def print_summary(console: Console, report: Report, titles: dict[str, str] | Non
 class LiveProgress:
     """Progress while the cases run: one live bar on a terminal, one plain line per area elsewhere.
 
-    ``advance`` has the runner's ``on_outcome`` signature.  On a terminal the bar is the only thing drawn (its tally counts failures as they come;
-    the summary lists them).  When the console is not a terminal (a CI log, a pipe) a line
-    is written as each area's last case ends -- no cursor movement, no colour.  Without
-    ``cases`` the areas are unknown and a line is written per case instead.
+    ``advance`` has the runner's ``on_outcome`` signature.  On a terminal the bar is the only
+    thing drawn (its tally counts failures as they come; the summary lists them).  When the
+    console is not a terminal (a CI log, a pipe) a line is written as each area's last case
+    ends -- no cursor movement, no colour.  Without ``cases`` the areas are unknown and a line
+    is written per case instead.
     """
 
     def __init__(self, console: Console, total: int, description: str = "conformance",

@@ -83,7 +83,7 @@ details > summary { cursor: pointer; font-weight: 600; margin: 6px 0; }
 
 
 def _info_block(report: Report) -> str:
-    items = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in report.run_info.items())
+    items = "".join(f"<dt>{_e(k)}</dt><dd>{_e(model.plain_value(v))}</dd>" for k, v in report.run_info.items())
     totals = "".join(f'<div class="total bg-{name}"><b>{report.tally[name]}</b>{name}</div>' for name in OUTCOMES)
     note = f"<p>{_e(report.note)}</p>" if report.note else ""
     return (

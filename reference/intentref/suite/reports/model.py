@@ -191,6 +191,17 @@ def clean_text(value: Any) -> str:
     return "".join(c for c in text if _is_allowed(c))
 
 
+def plain_value(value: Any) -> str:
+    """A run_info value as a reader wants it: a mapping as ``key value, key value`` (empty members
+    left out), a list as ``a, b``, anything else as its text."""
+    if isinstance(value, dict):
+        shown = [f"{key} {plain_value(item)}" for key, item in value.items() if item not in (None, "", [], {})]
+        return ", ".join(shown) or "-"
+    if isinstance(value, list | tuple):
+        return ", ".join(plain_value(item) for item in value) or "-"
+    return clean_text(value)
+
+
 def clean_json(value: Any) -> Any:
     """A JSON-ready copy of ``value`` whose strings (keys too) are well-formed Unicode."""
     if isinstance(value, str):

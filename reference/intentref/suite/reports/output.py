@@ -12,7 +12,7 @@ PathLike = str | os.PathLike[str]
 
 def output_problem(path: PathLike) -> str | None:
     """Why a report cannot be written at ``path``, or None: checked before a run starts, so a
-    mistyped folder costs nothing and no run's results are lost to it."""
+    mistyped folder costs nothing and no run's results are lost to it (D-CNF-013)."""
     target = Path(path)
     folder = target.parent
     if target.is_dir():
