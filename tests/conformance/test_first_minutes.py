@@ -29,6 +29,7 @@ from intentref.suite.cases.script import UNSUPPORTED
 from intentref.suite.commands import conformance as cli
 from intentref.suite.execution.runner import execute
 from intentref.suite.reports import conformance as reports
+from intentref.suite.reports import model
 from intentref.suite.targets.base import InProcessTarget, load_instances
 from intentref.suite.targets.mcp import PLACEHOLDERS, HttpReference
 from intentref.suite.targets.transport import ProcessInfo
@@ -314,7 +315,7 @@ def test_the_summary_table_keeps_its_headers_whole_on_a_narrow_console() -> None
     outcomes = execute(cases, InProcessTarget())
     buffer = io.StringIO()
     reports.print_summary(Console(file=buffer, width=80, force_terminal=False, color_system=None),
-                          {"target": "t"}, cases, outcomes, reports.area_titles())  # fmt: skip
+                          {"target": "t"}, cases, outcomes, model.area_titles())  # fmt: skip
     out = buffer.getvalue()
     table = out.split("Conformance by area")[1]
     for header in ("Area", "Cases", "Passed", "Failed", "Unsupported", "Errored"):
@@ -331,8 +332,8 @@ def test_the_summary_table_keeps_its_headers_whole_on_a_narrow_console() -> None
 def test_unsupported_reasons_are_counted_most_first() -> None:
     cases = select(load_cases(), "all", ["ENV-*"], [])
     outcomes = execute(cases, InProcessTarget())
-    rows = reports.pair(cases, outcomes)
-    reasons = reports.unsupported_reasons(rows)
+    rows = model.case_rows(cases, outcomes)
+    reasons = model.unsupported_reasons(rows)
     assert sum(n for _, n in reasons) == sum(1 for o in outcomes if o.outcome == UNSUPPORTED)
     assert [n for _, n in reasons] == sorted((n for _, n in reasons), reverse=True)
 

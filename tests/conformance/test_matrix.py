@@ -17,6 +17,7 @@ import pytest
 from intentref.suite.cases.fixtures import load_cases, select
 from intentref.suite.cases.script import ERRORED, FAILED
 from intentref.suite.commands import matrix
+from intentref.suite.reports import badges
 from tests.conformance.test_reports import _FLAGS, _chromium
 
 
@@ -82,11 +83,11 @@ def test_the_time_limit_ends_a_slow_target_and_keeps_what_it_answered() -> None:
 
 def test_badges_read_passed_over_asked(report: dict[str, Any]) -> None:
     for impl in report["implementations"]:
-        svg = ET.fromstring(matrix.badge_for(impl["summary"]))
+        svg = ET.fromstring(badges.badge_for(impl["summary"]))
         texts = [t.text for t in svg.iter("{http://www.w3.org/2000/svg}text")]
         n = impl["summary"]["normative"]
         assert texts == ["intent-runtime normative", f"{n['passed']}/{n['total'] - n['unsupported']}"]
-    green = ET.fromstring(matrix.badge("a", "1/1", "#4c1"))
+    green = ET.fromstring(badges.badge("a", "1/1", "#4c1"))
     assert green.get("aria-label") == "a: 1/1"
 
 

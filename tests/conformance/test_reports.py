@@ -40,6 +40,8 @@ from intentref.suite.cases.script import ERRORED, FAILED, PASSED, UNSUPPORTED, C
 from intentref.suite.cases.values import History, Mismatch, match
 from intentref.suite.execution.runner import execute
 from intentref.suite.reports import conformance as reports
+from intentref.suite.reports import console as terminal
+from intentref.suite.reports import html, model
 from intentref.suite.targets.base import InProcessTarget
 
 RUN_INFO: dict[str, Any] = {
@@ -261,10 +263,10 @@ def test_a_mismatch_is_a_record_of_where_path_expected_and_actual(
 def test_the_console_and_html_render_the_fields_not_a_line_of_text() -> None:
     pair = Mismatch("/s", '"a, got b"', '"c, got d"', where="step 2 (accept)")
     console, buffer = _plain_console()
-    console.print(reports.mismatch_line(pair))
+    console.print(terminal.mismatch_line(pair))
     assert buffer.getvalue().split() == ["step", "2", "(accept)", "/s", "expected", '"a,', "got", 'b"', "got", '"c,',
                                          "got", 'd"']  # fmt: skip
-    table = reports._diff_table(
+    table = html._diff_table(
         [pair, Mismatch(None, reason="step 0 reply has nothing at /jobId", where="step 1")]
     )
     assert '<td class="exp">&quot;a, got b&quot;</td><td class="got">&quot;c, got d&quot;</td>' in table
@@ -316,7 +318,7 @@ def test_the_summary_shows_areas_failures_errors_and_a_closing_line(run: Run) ->
 
 
 def test_the_summary_table_splits_normative_and_reference(run: Run) -> None:
-    table = reports.summary_table(reports.pair(run.cases, run.outcomes))
+    table = terminal.summary_table(model.case_rows(run.cases, run.outcomes))
     headers = [str(c.header) for c in table.columns]
     assert headers == [
         "Area",
@@ -335,7 +337,7 @@ def test_live_progress_is_plain_text_off_a_terminal(run: Run) -> None:
     picked = list(zip(run.cases, run.outcomes, strict=True))[:25] + [
         (c, o) for c, o in zip(run.cases, run.outcomes, strict=True) if o.outcome in (FAILED, ERRORED)
     ]
-    with reports.LiveProgress(console, len(picked)) as progress:
+    with terminal.LiveProgress(console, len(picked)) as progress:
         assert not progress.live
         for case, outcome in picked:
             progress.advance(case, outcome)
@@ -352,7 +354,7 @@ def test_live_progress_is_plain_text_off_a_terminal(run: Run) -> None:
 def test_live_progress_draws_a_bar_on_a_terminal(run: Run) -> None:
     buffer = io.StringIO()
     console = Console(file=buffer, width=100, force_terminal=True, color_system="standard")
-    with reports.LiveProgress(console, len(run.outcomes)) as progress:
+    with terminal.LiveProgress(console, len(run.outcomes)) as progress:
         assert progress.live
         for case, outcome in zip(run.cases, run.outcomes, strict=True):
             progress.advance(case, outcome)
@@ -398,7 +400,7 @@ def test_the_json_report_satisfies_its_schema_and_counts(run: Run, written: dict
 
 
 def test_the_report_schema_refuses_a_broken_report(run: Run) -> None:
-    document = reports.report_document(RUN_INFO, run.cases, run.outcomes)
+    document = reports.report_document(model.conformance(RUN_INFO, run.cases, run.outcomes))
     validator = jsonschema.Draft202012Validator(reports.report_schema())
     failed = next(e for e in document["cases"] if e["outcome"] == FAILED)
     failed["mismatches"] = []  # a failure must say why
@@ -406,7 +408,7 @@ def test_the_report_schema_refuses_a_broken_report(run: Run) -> None:
 
 
 def test_a_report_written_before_mismatch_details_still_validates(run: Run) -> None:
-    document = reports.report_document(RUN_INFO, run.cases, run.outcomes)
+    document = reports.report_document(model.conformance(RUN_INFO, run.cases, run.outcomes))
     validator = jsonschema.Draft202012Validator(reports.report_schema())
     assert any(entry["mismatchDetails"] for entry in document["cases"])
     for entry in document["cases"]:
@@ -414,7 +416,7 @@ def test_a_report_written_before_mismatch_details_still_validates(run: Run) -> N
     validator.validate(document)
     failed = next(
         e
-        for e in reports.report_document(RUN_INFO, run.cases, run.outcomes)["cases"]
+        for e in reports.report_document(model.conformance(RUN_INFO, run.cases, run.outcomes))["cases"]
         if e["outcome"] == FAILED
     )
     failed["mismatchDetails"][0]["pointer"] = "/"  # a member the record does not have

@@ -71,7 +71,8 @@ def test_a_host_that_prints_no_reply_breaks_the_contract(tmp_path):
     line = "D-HST-001 (contract) HST-002 outcome: exited 0 without printing a result or error BridgeReply"
     assert line in done.stdout
     page = html_file.read_text("utf-8")
-    assert "0 of 1 scenarios pass at normative level" in page and line in page and '<td class="failed">failed</td>' in page
+    assert "0 of 1 scenarios pass at normative level" in page and line in page
+    assert '<div class="case failed" id="case-HST-002">' in page and '<span class="badge bg-failed">failed</span>' in page
 
 
 def test_a_host_that_prints_an_invented_reply_is_caught(tmp_path):

@@ -57,7 +57,9 @@ def load(path: str | Path) -> dict[str, str]:
 
 
 @dataclass
-class Verdict:
+class ExpectedFailuresCheck:
+    """The run's outcomes held against the expected-failures list."""
+
     expected: list[str] = field(default_factory=list)  # listed, and failed or errored
     stale: list[str] = field(default_factory=list)  # listed, and passed: remove them from the file
     unexpected: list[str] = field(default_factory=list)  # failed or errored, not listed
@@ -68,20 +70,17 @@ class Verdict:
         return not self.stale and not self.unexpected
 
 
-def judge(outcomes: Iterable[CaseOutcome], listed: dict[str, str] | None = None) -> Verdict:
+def judge(outcomes: Iterable[CaseOutcome], listed: dict[str, str] | None = None) -> ExpectedFailuresCheck:
     listed = listed or {}
-    verdict = Verdict()
-    ran: set[str] = set()
+    check = ExpectedFailuresCheck()
     for outcome in outcomes:
         failing = outcome.outcome in (FAILED, ERRORED)
-        if outcome.case_id in listed:
+        if outcome.case_id not in listed:
             if failing:
-                verdict.expected.append(outcome.case_id)
-                ran.add(outcome.case_id)
-            elif outcome.outcome == PASSED:
-                verdict.stale.append(outcome.case_id)
-                ran.add(outcome.case_id)
+                check.unexpected.append(outcome.case_id)
         elif failing:
-            verdict.unexpected.append(outcome.case_id)
-    verdict.not_run = sorted(set(listed) - ran)
-    return verdict
+            check.expected.append(outcome.case_id)
+        elif outcome.outcome == PASSED:
+            check.stale.append(outcome.case_id)
+    check.not_run = sorted(set(listed) - set(check.expected) - set(check.stale))
+    return check

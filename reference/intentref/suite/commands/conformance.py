@@ -212,7 +212,7 @@ class MissingInstances(Exception):
 
 def _report_paths(args: argparse.Namespace) -> list[tuple[str, str, str]]:
     """(flag, path, writer) of every report asked for, each path checked before the run (D-CNF-013)."""
-    from intentref.suite.reports.conformance import output_problem
+    from intentref.suite.reports.output import output_problem
 
     wanted = [("--json", args.json_out, "write_json"), ("--junit", args.junit, "write_junit"),
               ("--html", args.html, "write_html")]  # fmt: skip
@@ -398,7 +398,7 @@ def _console() -> Any:
 
 @contextlib.contextmanager
 def _progress(console: Any, cases: list[Any]) -> Any:
-    from intentref.suite.reports.conformance import LiveProgress
+    from intentref.suite.reports.console import LiveProgress
 
     with LiveProgress(console, len(cases), cases=cases) as progress:
         yield progress.advance
@@ -406,6 +406,7 @@ def _progress(console: Any, cases: list[Any]) -> Any:
 
 def _print_summary(console: Any, run_info: dict[str, Any], cases: list[Any], outcomes: list[Any],
                    folder: str | None) -> None:  # fmt: skip
-    from intentref.suite.reports.conformance import area_titles, print_summary
+    from intentref.suite.reports.conformance import print_summary
+    from intentref.suite.reports.model import area_titles
 
     print_summary(console, run_info, cases, outcomes, area_titles(folder))

@@ -12,16 +12,20 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import pathlib
 import sys
 import time
-import xml.etree.ElementTree as ET
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from intentref.suite.reports.model import Report
 
 USAGE_STATUS: Final = 2
 FAIL_STATUS: Final = 1
+# The rules a host is judged by, for the reader of its report.
+RULES_NOTE: Final = ("Rules: seed 000's host rules (R-HST, normative), the contract (D-HST-001) and the reference "
+                     "host's choices (D-HST, reference).")  # fmt: skip
 
 
 def add_parser(sub: Any) -> None:
@@ -56,13 +60,15 @@ def _usage(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Here, not at the top: `intentref --help` imports this module for its argparse only.
+    from intentref.suite.cases.script import FAILED
     from intentref.suite.host import judge
-    from intentref.suite.reports.conformance import output_problem
+    from intentref.suite.reports import console, html, junit, output
 
     try:
         argv = judge.check_command(args.command, http=args.http)
         for flag, path in (("--json", args.json_out), ("--junit", args.junit), ("--html", args.html)):
-            if path and (problem := output_problem(path)):
+            if path and (problem := output.output_problem(path)):
                 raise judge.UsageProblem(f"{flag} {path}: {problem}")
         if args.timeout <= 0 or args.jobs < 1 or args.count < 1:
             raise judge.UsageProblem("--timeout, --jobs and --count must be positive")
@@ -87,115 +93,47 @@ def run(args: argparse.Namespace) -> int:
     with contextlib.nullcontext(None) if args.http else judge.fork_server() as fork_socket:
         verdicts = judge.judge_scenarios(argv, scenarios, jobs=args.jobs, timeout=args.timeout, fork_socket=fork_socket,
                                          http=args.http)  # fmt: skip
-    seconds = time.monotonic() - started
-    print_verdicts(verdicts, args.level, seconds)
+    report = host_report(args.command, verdicts, args.level, time.monotonic() - started)
+    console.print_scenarios(report)
     if args.json_out:
-        write_json(args.json_out, args.command, verdicts, args.level, seconds)
+        output.write_json(args.json_out, report_document(report))
     if args.junit:
-        write_junit(args.junit, verdicts, args.level)
+        junit.write_junit(args.junit, report)
     if args.html:
-        write_html(args.html, args.command, verdicts, args.level, seconds)
-    return FAIL_STATUS if any(v.failed(args.level) for v in verdicts) else 0
+        html.write_html(args.html, report)
+    return FAIL_STATUS if report.tally[FAILED] else 0
 
 
-def print_verdicts(verdicts: Sequence[Any], level: str, seconds: float) -> None:
+def host_report(command: str, verdicts: Sequence[Any], level: str, seconds: float) -> Report:
+    """The judge's verdicts as the suite's report: a row per scenario, its violations as lines and records."""
+    from intentref.suite.cases.script import FAILED, PASSED
     from intentref.suite.host.judge import violation_line
+    from intentref.suite.reports.model import Report, Row
 
-    for verdict in verdicts:
-        status = "FAIL" if verdict.failed(level) else "pass"
-        print(f"{status} {verdict.id} {verdict.scenario['title']} ({verdict.seconds:.1f} s)")
-        for wording, violation in verdict.violations:
-            print(f"  {violation_line(verdict, wording, violation)}")
-    failed = sum(1 for v in verdicts if v.failed(level))
-    print(f"{len(verdicts) - failed} of {len(verdicts)} scenarios pass at {level} level in {seconds:.1f} s")
+    rows = [Row(id=v.id, outcome=FAILED if v.failed(level) else PASSED, area="intentref host", level=v.scenario["level"],
+                title=str(v.scenario["title"]), group="intentref.host", seconds=v.seconds,
+                lines=tuple(violation_line(v, w, x) for w, x in v.violations),
+                violations=tuple({"rule": x.rule, "level": x.level, "wording": w, "where": x.where, "message": x.message}
+                                 for w, x in v.violations),
+                requirements=tuple(v.scenario["requirements"]), decisions=tuple(v.scenario.get("decisions", [])))
+            for v in verdicts]  # fmt: skip
+    passed = sum(row.outcome == PASSED for row in rows)
+    title = f"intentref host: {passed} of {len(rows)} scenarios pass at {level} level"
+    return Report("intentref host", title, {"command": command, "level": level, "seconds": round(seconds, 3)}, rows,
+                  RULES_NOTE, failure_type="violation")  # fmt: skip
 
 
-def report_document(command: str, verdicts: Sequence[Any], level: str, seconds: float) -> dict[str, Any]:
+def report_document(report: Report) -> dict[str, Any]:
+    """The host judge's JSON report."""
+    from intentref.suite.cases.script import FAILED
+
     return {
-        "tool": "intentref host",
-        "command": command,
-        "level": level,
-        "seconds": round(seconds, 3),
-        "summary": {"scenarios": len(verdicts), "failed": sum(1 for v in verdicts if v.failed(level))},
+        "tool": report.name, "command": report.run_info["command"], "level": report.run_info["level"],
+        "seconds": round(report.seconds, 3), "summary": {"scenarios": len(report.rows), "failed": report.tally[FAILED]},
         "scenarios": [
-            {
-                "id": v.id,
-                "title": v.scenario["title"],
-                "level": v.scenario["level"],
-                "requirements": v.scenario["requirements"],
-                "decisions": v.scenario.get("decisions", []),
-                "status": "failed" if v.failed(level) else "passed",
-                "seconds": round(v.seconds, 3),
-                "violations": [
-                    {"rule": x.rule, "level": x.level, "wording": w, "where": x.where, "message": x.message}
-                    for w, x in v.violations
-                ],
-            }
-            for v in verdicts
+            {"id": row.id, "title": row.title, "level": row.level, "requirements": list(row.requirements),
+             "decisions": list(row.decisions), "status": row.outcome, "seconds": round(row.seconds, 3),
+             "violations": list(row.violations)}
+            for row in report.rows
         ],
-    }
-
-
-def write_json(path: str, command: str, verdicts: Sequence[Any], level: str, seconds: float) -> None:
-    document = report_document(command, verdicts, level, seconds)
-    pathlib.Path(path).write_text(json.dumps(document, ensure_ascii=False, indent=2) + "\n", "utf-8")
-
-
-def write_junit(path: str, verdicts: Sequence[Any], level: str) -> None:
-    from intentref.suite.host.judge import violation_line
-    from intentref.suite.reports.conformance import clean_text
-
-    failed = [v for v in verdicts if v.failed(level)]
-    suite = ET.Element("testsuite", name="intentref host", tests=str(len(verdicts)), failures=str(len(failed)),
-                       errors="0", skipped="0", time=f"{sum(v.seconds for v in verdicts):.3f}")  # fmt: skip
-    for verdict in verdicts:
-        case = ET.SubElement(suite, "testcase", classname="intentref.host", name=clean_text(verdict.id),
-                             time=f"{verdict.seconds:.3f}")  # fmt: skip
-        if verdict.failed(level):
-            lines = [violation_line(verdict, w, x) for w, x in verdict.violations]
-            failure = ET.SubElement(case, "failure", message=clean_text(lines[0]))
-            failure.text = clean_text("\n".join(lines))
-    root = ET.Element("testsuites", name="intentref host")
-    root.append(suite)
-    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
-
-
-_HTML_STYLE = """
-body { font: 14px/1.45 system-ui, sans-serif; margin: 2rem auto; max-width: 72rem; padding: 0 1rem; color: #1b1b1b; }
-table { border-collapse: collapse; width: 100%; } th, td { text-align: left; padding: .25rem .5rem; border-bottom: 1px solid #ddd; }
-.passed { color: #11691a; } .failed { color: #b00020; font-weight: 600; }
-code, pre { font: 12px/1.4 ui-monospace, monospace; } pre { background: #f6f6f6; padding: .5rem; white-space: pre-wrap; }
-"""
-
-
-def html_page(command: str, verdicts: Sequence[Any], level: str, seconds: float) -> str:
-    """One self-contained page: the run, a row per scenario, the violation lines of each failure."""
-    from html import escape
-
-    from intentref.suite.host.judge import violation_line
-
-    failed = sum(1 for v in verdicts if v.failed(level))
-    title = f"intentref host: {len(verdicts) - failed} of {len(verdicts)} scenarios pass at {level} level"
-    rows = []
-    details = []
-    for verdict in verdicts:
-        status = "failed" if verdict.failed(level) else "passed"
-        rows.append(f'<tr><td><a href="#{escape(verdict.id)}">{escape(verdict.id)}</a></td>'
-                    f"<td>{escape(str(verdict.scenario['title']))}</td><td class=\"{status}\">{status}</td>"
-                    f"<td>{len(verdict.violations)}</td><td>{verdict.seconds:.1f} s</td></tr>")  # fmt: skip
-        if verdict.violations:
-            lines = "\n".join(violation_line(verdict, w, x) for w, x in verdict.violations)
-            details.append(f'<h3 id="{escape(verdict.id)}">{escape(verdict.id)}</h3><pre>{escape(lines)}</pre>')
-    return (
-        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>{escape(title)}</title>\n'
-        f"<style>{_HTML_STYLE}</style>\n</head>\n<body>\n<h1>{escape(title)}</h1>\n"
-        f"<p>Host: <code>{escape(command)}</code> · {seconds:.1f} s · rules: seed 000's host rules "
-        "(R-HST, normative), the contract (D-HST-001) and the reference host's choices (D-HST, reference).</p>\n"
-        "<table><thead><tr><th>scenario</th><th>title</th><th>status</th><th>violations</th><th>time</th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table>\n<h2>Violations</h2>\n{''.join(details) or '<p>None.</p>'}\n"
-        "</body>\n</html>\n"
-    )
-
-
-def write_html(path: str, command: str, verdicts: Sequence[Any], level: str, seconds: float) -> None:
-    pathlib.Path(path).write_text(html_page(command, verdicts, level, seconds), "utf-8")
+    }  # fmt: skip

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import html
 import json
 import os
 import platform
@@ -31,8 +30,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
+from intentref.suite.cases import baseline
 from intentref.suite.cases.fixtures import Case
 from intentref.suite.cases.script import ERRORED, FAILED, PASSED, UNSUPPORTED, CaseOutcome
+from intentref.suite.reports.model import LEVELS, Row, case_row, counts, of_level
 from intentref.suite.usage import UsageError
 
 MATRIX_FORMAT: Final = "intentref-matrix/1"
@@ -213,59 +214,54 @@ def _outcome(impl: Implementation, case: Case) -> CaseOutcome:
     return impl.outcomes.get(case.id) or CaseOutcome(case.id, ERRORED, detail="not run")
 
 
-def _summary(impl: Implementation, cases: list[Case]) -> dict[str, Any]:
-    from intentref.suite.cases import baseline
+def _rate(rows: list[Row]) -> float | None:
+    # Of the cases the implementation could be asked: unsupported ones are not held against it.
+    ran = [r for r in rows if r.outcome != UNSUPPORTED]
+    return round(counts(ran)[PASSED] / len(ran), 4) if ran else None
 
-    by_level: dict[str, Counter[str]] = {"normative": Counter(), "reference": Counter()}
-    reasons: Counter[str] = Counter()
-    for case in cases:
-        outcome = _outcome(impl, case)
-        by_level[case.level][outcome.outcome] += 1
-        if outcome.outcome == UNSUPPORTED:
-            reasons[outcome.detail] += 1
-    normative, reference = by_level["normative"], by_level["reference"]
-    n_total, r_total = sum(normative.values()), sum(reference.values())
-    n_ran, r_ran = n_total - normative[UNSUPPORTED], r_total - reference[UNSUPPORTED]
-    expected: dict[str, Any] | None = None
-    if impl.expected_failures:
-        listed = baseline.load(impl.expected_failures)
-        failing = {c.id for c in cases if _outcome(impl, c).outcome in (FAILED, ERRORED)}
-        expected = {"listed": len(listed), "unexpectedFailures": sorted(failing - set(listed)),
-                    "stale": sorted(set(listed) - failing)}  # fmt: skip
 
-    def level(counts: Counter[str], total: int) -> dict[str, int]:
-        return {"total": total, **{name: counts[name] for name in (PASSED, FAILED, UNSUPPORTED, ERRORED)}}
+def _expected_failures(impl: Implementation, rows: list[Row]) -> dict[str, Any] | None:
+    if not impl.expected_failures:
+        return None
+    listed = baseline.load(impl.expected_failures)
+    failing = {r.id for r in rows if r.outcome in (FAILED, ERRORED)}
+    return {"listed": len(listed), "unexpectedFailures": sorted(failing - set(listed)),
+            "stale": sorted(set(listed) - failing)}  # fmt: skip
 
+
+def _summary(impl: Implementation, rows: list[Row]) -> dict[str, Any]:
+    normative, reference = (of_level(rows, level) for level in LEVELS)
+    reasons = Counter(r.detail for r in rows if r.outcome == UNSUPPORTED)
     return {
-        "normative": level(normative, n_total),
-        "reference": level(reference, r_total),
-        # Of the cases the implementation could be asked: unsupported ones are not held against it.
-        "normativePassRate": round(normative[PASSED] / n_ran, 4) if n_ran else None,
-        "referenceAgreement": round(reference[PASSED] / r_ran, 4) if r_ran else None,
+        "normative": {"total": len(normative), **counts(normative)},
+        "reference": {"total": len(reference), **counts(reference)},
+        "normativePassRate": _rate(normative),
+        "referenceAgreement": _rate(reference),
         "unsupportedReasons": dict(reasons.most_common()),
         "seedFlowMedianMs": None if impl.flow_ms is None else round(impl.flow_ms, 3),
         "seconds": round(impl.seconds, 3),
         "error": impl.error,
-        "expectedFailures": expected,
+        "expectedFailures": _expected_failures(impl, rows),
     }
 
 
+def _result(row: Row) -> dict[str, Any]:
+    return {"outcome": row.outcome, "detail": row.detail, "mismatches": list(row.lines), "failedStep": row.failed_step}
+
+
 def document(impls: list[Implementation], cases: list[Case], wall: float, time_limit: float) -> dict[str, Any]:
-    rows = []
+    # Each implementation's column as the report's rows: what it answered, or why it could not (D-CNF-041).
+    columns = {impl.name: [case_row(case, _outcome(impl, case)) for case in cases] for impl in impls}
+    entries = []
     disagreements = []
-    for case in cases:
-        results = {}
-        for impl in impls:
-            o = _outcome(impl, case)
-            results[impl.name] = {"outcome": o.outcome, "detail": o.detail, "mismatches": [str(m) for m in o.mismatches],
-                                  "failedStep": o.failed_step}  # fmt: skip
-        answered = {r["outcome"] for r in results.values() if r["outcome"] in (PASSED, FAILED)}
-        if len(answered) > 1:
+    for index, case in enumerate(cases):
+        results = {name: _result(rows[index]) for name, rows in columns.items()}
+        if len({r["outcome"] for r in results.values() if r["outcome"] in (PASSED, FAILED)}) > 1:
             disagreements.append(case.id)
-        rows.append({"id": case.id, "area": case.area, "file": case.file, "level": case.level,
-                     "decisions": list(case.data.get("decisions", [])), "description": case.data.get("description", ""),
-                     "results": results})  # fmt: skip
-    caught = {impl.name: [c.id for c in cases if c.level == "normative" and _outcome(impl, c).outcome == FAILED]
+        entries.append({"id": case.id, "area": case.area, "file": case.file, "level": case.level,
+                        "decisions": list(case.data.get("decisions", [])), "description": case.data.get("description", ""),
+                        "results": results})  # fmt: skip
+    caught = {impl.name: [r.id for r in columns[impl.name] if r.level == "normative" and r.outcome == FAILED]
               for impl in impls if impl.kind == "faulty"}  # fmt: skip
     return {
         "format": MATRIX_FORMAT,
@@ -274,9 +270,10 @@ def document(impls: list[Implementation], cases: list[Case], wall: float, time_l
         "wallSeconds": round(wall, 3),
         "timeLimitSeconds": time_limit,
         "implementations": [
-            {"name": i.name, "spec": i.spec, "kind": i.kind, "era": i.era, "summary": _summary(i, cases)} for i in impls
+            {"name": i.name, "spec": i.spec, "kind": i.kind, "era": i.era, "summary": _summary(i, columns[i.name])}
+            for i in impls
         ],
-        "cases": rows,
+        "cases": entries,
         "disagreements": disagreements,
         "caughtBy": caught,
     }
@@ -287,146 +284,6 @@ def matrix_schema() -> dict[str, Any]:
 
     schema: dict[str, Any] = json.loads((data_dir("conformance") / "matrix.schema.json").read_text("utf-8"))
     return schema
-
-
-# --------------------------------------------------------------------------- badges
-
-
-def _text_width(text: str) -> int:
-    return 7 * len(text) + 10  # Verdana 11px averages under 7 px a character
-
-
-def badge(label: str, value: str, colour: str) -> str:
-    """A flat two-part SVG badge (our own drawing: no font metrics needed at this size)."""
-    left, right = _text_width(label), _text_width(value)
-    total = left + right
-    e_label, e_value = html.escape(label), html.escape(value)
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{total}" height="20" role="img" '
-        f'aria-label="{e_label}: {e_value}"><title>{e_label}: {e_value}</title>'
-        f'<rect width="{left}" height="20" fill="#555"/><rect x="{left}" width="{right}" height="20" fill="{colour}"/>'
-        f'<g fill="#fff" text-anchor="middle" font-family="Verdana,DejaVu Sans,sans-serif" font-size="11">'
-        f'<text x="{left / 2}" y="14">{e_label}</text><text x="{left + right / 2}" y="14">{e_value}</text></g></svg>\n'
-    )
-
-
-def badge_for(summary: dict[str, Any]) -> str:
-    n = summary["normative"]
-    ran = n["total"] - n[UNSUPPORTED]
-    colour = "#4c1" if n[FAILED] == 0 and n[ERRORED] == 0 and ran > 0 else ("#dfb317" if n[PASSED] else "#e05d44")
-    return badge("intent-runtime normative", f"{n[PASSED]}/{ran}", colour)
-
-
-def _file_name(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "-" for c in name).strip("-") or "implementation"
-
-
-# --------------------------------------------------------------------------- the page
-
-_SYMBOL = {PASSED: "✓", FAILED: "✗", UNSUPPORTED: "–", ERRORED: "!"}
-
-_CSS = """
-body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
-h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.5em}
-table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:2px 5px;vertical-align:top}
-th.impl{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap;font-weight:normal;max-height:16em}
-td.c{text-align:center;min-width:1.4em}
-.passed{background:#e6f4ea}.failed{background:#fce8e6}.unsupported{background:#f1f3f4;color:#777}
-.errored{background:#f3e8fd}
-details.d summary{cursor:pointer;list-style:none}
-details.d pre{position:absolute;z-index:2;background:#fff;border:1px solid #999;padding:6px;max-width:60em;
-white-space:pre-wrap;text-align:left;font-size:12px}
-.controls{position:sticky;top:0;background:#fff;padding:6px 0;border-bottom:1px solid #ccc;z-index:3}
-tr.hidden{display:none}
-"""
-
-_JS = """
-function applyFilters(){
-  const onlyDisagree=document.getElementById('disagree').checked;
-  const caught=document.getElementById('caught').value;
-  let shown=0;
-  document.querySelectorAll('tr.case').forEach(function(row){
-    let keep=true;
-    if(onlyDisagree&&row.dataset.disagree!=='1')keep=false;
-    if(caught&&(' '+row.dataset.caught+' ').indexOf(' '+caught+' ')<0)keep=false;
-    row.classList.toggle('hidden',!keep);if(keep)shown++;
-  });
-  document.getElementById('shown').textContent=shown;
-}
-document.addEventListener('DOMContentLoaded',function(){
-  // A link can open the page filtered: matrix.html#disagree, or #caught=<column number>.
-  const hash=location.hash.slice(1);
-  if(hash==='disagree')document.getElementById('disagree').checked=true;
-  if(hash.indexOf('caught=')===0)document.getElementById('caught').value=hash.slice(7);
-  document.getElementById('disagree').addEventListener('change',applyFilters);
-  document.getElementById('caught').addEventListener('change',applyFilters);
-  applyFilters();
-});
-"""
-
-
-def render_html(doc: dict[str, Any]) -> str:
-    e = html.escape
-    impls = doc["implementations"]
-    names = [i["name"] for i in impls]
-    index = {n: k for k, n in enumerate(names)}
-    caught_by: dict[str, list[str]] = {}
-    for impl_name, ids in doc["caughtBy"].items():
-        for case_id in ids:
-            caught_by.setdefault(case_id, []).append(str(index[impl_name]))
-    disagree = set(doc["disagreements"])
-    out = ["<!doctype html><html lang=en><head><meta charset=utf-8><title>intent-runtime implementations</title>",
-           f"<style>{_CSS}</style><script>{_JS}</script></head><body>",
-           "<h1>intent-runtime implementations, side by side</h1>",
-           f"<p>{len(doc['cases'])} cases, {len(impls)} implementations, {doc['wallSeconds']} s on "
-           f"{e(str(doc['machine']['cpus']))} CPUs ({e(doc['machine']['platform'])}), {e(doc['generatedAt'])}.</p>",
-           "<h2>Summary</h2><table><tr><th>implementation</th><th>kind</th><th>normative</th><th>pass rate</th>"
-           "<th>reference agreement</th><th>seed order flow (median)</th><th>unsupported reasons</th>"
-           "<th>badge</th></tr>"]  # fmt: skip
-    for impl in impls:
-        s = impl["summary"]
-        n = s["normative"]
-        rate = "–" if s["normativePassRate"] is None else f"{100 * s['normativePassRate']:.1f}%"
-        agree = "–" if s["referenceAgreement"] is None else f"{100 * s['referenceAgreement']:.1f}%"
-        flow = "–" if s["seedFlowMedianMs"] is None else f"{s['seedFlowMedianMs']:.2f} ms"
-        listed = "".join(f"<li>{count} × {e(reason)}</li>" for reason, count in s["unsupportedReasons"].items())
-        total = sum(s["unsupportedReasons"].values())
-        # A long list folds away: the summary row stays one screen line per implementation.
-        reasons = (f"<details><summary>{total} unsupported, {len(s['unsupportedReasons'])} reasons</summary>"
-                   f"<ul>{listed}</ul></details>" if len(s["unsupportedReasons"]) > 2 else f"<ul>{listed}</ul>")  # fmt: skip
-        problem = f"<br><b>{e(s['error'])}</b>" if s["error"] else ""
-        out.append(f"<tr><td>{e(impl['name'])}<br><small>{e(impl['spec'])}</small>{problem}</td><td>{e(impl['kind'])}</td>"
-                   f"<td>{n['passed']}/{n['total'] - n['unsupported']} ({n['failed']} failed, {n['errored']} errored)</td>"
-                   f"<td>{rate}</td><td>{agree}</td><td>{flow}</td><td>{reasons}</td>"
-                   f"<td>{badge_for(s)}</td></tr>")  # fmt: skip
-    out.append("</table>")
-    options = "".join(f"<option value='{index[n]}'>{e(n)}</option>" for n in doc["caughtBy"])
-    out.append("<div class=controls><label><input type=checkbox id=disagree> only cases where implementations "
-               "disagree</label> · <label>cases that caught <select id=caught><option value=''>(any)</option>"
-               f"{options}</select></label> · <span id=shown></span> cases shown</div>")  # fmt: skip
-    header = "".join(f"<th class=impl title='{e(n)}'>{e(n)}</th>" for n in names)
-    for level in ("normative", "reference"):
-        rows = [c for c in doc["cases"] if c["level"] == level]
-        out.append(f"<h2>{level.capitalize()} cases ({len(rows)})</h2><table><tr><th>case</th><th>area</th>{header}</tr>")
-        for case in rows:
-            cells = []
-            for name in names:
-                r = case["results"][name]
-                text = "\n".join([*r["mismatches"], r["detail"]]).strip()
-                symbol = _SYMBOL[r["outcome"]]
-                if text:
-                    cell = f"<details class=d><summary>{symbol}</summary><pre>{e(text)}</pre></details>"
-                else:
-                    cell = symbol
-                cells.append(f"<td class='c {r['outcome']}' title='{e(name)}: {r['outcome']}'>{cell}</td>")
-            cites = f" ({e(', '.join(case['decisions']))})" if case["decisions"] else ""
-            out.append(f"<tr class=case data-disagree='{int(case['id'] in disagree)}' "
-                       f"data-caught='{' '.join(caught_by.get(case['id'], []))}'>"
-                       f"<td title='{e(case['description'])}'>{e(case['id'])}{cites}</td><td>{e(case['area'])}</td>"
-                       f"{''.join(cells)}</tr>")  # fmt: skip
-        out.append("</table>")
-    out.append("</body></html>\n")
-    return "".join(out)
 
 
 # --------------------------------------------------------------------------- the command
@@ -459,6 +316,7 @@ def main(args: argparse.Namespace) -> int:
 
 def _main(args: argparse.Namespace) -> int:
     from intentref.suite.cases.fixtures import load_cases, select
+    from intentref.suite.reports import badges, html, output
 
     impls = [parse_target_option(t) for t in args.target]
     if args.targets:
@@ -491,10 +349,11 @@ def _main(args: argparse.Namespace) -> int:
     doc = document(impls, cases, wall, args.time_limit)
     out.mkdir(exist_ok=True)
     (out / "badges").mkdir(exist_ok=True)
-    (out / "matrix.json").write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n", "utf-8")
-    (out / "matrix.html").write_text(render_html(doc), "utf-8")
+    output.write_json(out / "matrix.json", doc, indent=1)
+    output.write_text(out / "matrix.html", html.matrix_page(doc))
     for impl in doc["implementations"]:
-        (out / "badges" / f"{_file_name(impl['name'])}.svg").write_text(badge_for(impl["summary"]), "utf-8")
+        name = badges.file_name(impl["name"])
+        output.write_text(out / "badges" / f"{name}.svg", badges.badge_for(impl["summary"]))
     for impl in doc["implementations"]:
         s = impl["summary"]
         n = s["normative"]

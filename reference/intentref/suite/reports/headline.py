@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from intentref.suite.cases.values import History, Mismatch
 
-KINDS: Final = ("task", "result", "error")
+REPLY_KINDS: Final = ("task", "result", "error")
 # Issues named in one headline: enough to recognise a fault, short enough to stay one line.
 MAX_ISSUES_SHOWN: Final = 4
 
@@ -29,12 +29,12 @@ def expected_kinds(expected: Any, history: History) -> set[str] | None:
     if "$error" in expected:
         return {"error"}
     if "$kindNot" in expected:
-        return set(KINDS) - {expected["$kindNot"]}
+        return set(REPLY_KINDS) - {expected["$kindNot"]}
     if "$sameAs" in expected:
         step = expected["$sameAs"]
         earlier = history.replies[step] if isinstance(step, int) and 0 <= step < len(history.replies) else None
         kind = earlier.get("kind") if isinstance(earlier, dict) else None
-        return {kind} if kind in KINDS else None
+        return {kind} if kind in REPLY_KINDS else None
     for either in ("$anyOf", "$either"):  # alternatives: any of their kinds
         if isinstance(expected.get(either), list):
             kinds: set[str] = set()
@@ -48,12 +48,12 @@ def expected_kinds(expected: Any, history: History) -> set[str] | None:
     if any(key.startswith("$") for key in expected if key != "$subset"):
         return None  # another matcher: no claim on the kind
     kind = members.get("kind") if isinstance(members, dict) else None
-    return {kind} if isinstance(kind, str) and kind in KINDS else None
+    return {kind} if isinstance(kind, str) and kind in REPLY_KINDS else None
 
 
 def _expected_text(expected: Any, kinds: set[str]) -> str:
     parts = []
-    for kind in sorted(kinds, key=KINDS.index):
+    for kind in sorted(kinds, key=REPLY_KINDS.index):
         if kind == "error":
             want = expected.get("$error") if isinstance(expected, dict) else None
             code = want.get("code") if isinstance(want, dict) else None
@@ -118,7 +118,7 @@ def kind_headline(expected: Any, actual: Any, history: History) -> Mismatch | No
     """``expected X, got Y: …`` about the reply as a whole (no path) when ``actual`` is of a kind
     ``expected`` cannot match, else None."""
     kinds = expected_kinds(expected, history)
-    if kinds is None or not isinstance(actual, dict) or actual.get("kind") not in KINDS:
+    if kinds is None or not isinstance(actual, dict) or actual.get("kind") not in REPLY_KINDS:
         return None
     if actual["kind"] in kinds:
         return None
