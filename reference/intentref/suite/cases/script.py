@@ -33,6 +33,34 @@ class CaseOutcome:
     detail: str = ""
     seconds: float = 0.0
     replies: list[Any] = field(default_factory=list)
+    # How late a step was answered at most, against the time the case meant it to run (the
+    # sleeps before it), in milliseconds: what a timing precondition is judged by (D-CNF-058).
+    late_ms: float = 0.0
+
+
+# spec: D-CNF-058 -- a case that sleeps against a Bridge's legacy TTLs has a timing
+# precondition: its steps must reach the Bridge about when the case meant them to. Only the
+# positive TTLs set time limits (0 disables one, R-CAP-003).
+TTL_OPTIONS = ("jobTtlMs", "replayTtlMs")
+
+
+def shortest_ttl_ms(case: dict[str, Any]) -> int | None:
+    """The shortest positive TTL of a case that sleeps, or None: the case has no timing precondition."""
+    if not any(step["op"] == "sleep" for step in case["steps"]):
+        return None
+    options = case.get("bridge", {})
+    ttls = [options[name] for name in TTL_OPTIONS if isinstance(options.get(name), int) and options[name] > 0]
+    return min(ttls) if ttls else None
+
+
+def with_wider_timing(case: dict[str, Any], factor: int) -> dict[str, Any]:
+    """The same case with its TTLs and sleeps ``factor`` times as long: the same order of events."""
+    options = dict(case.get("bridge", {}))
+    for name in TTL_OPTIONS:
+        if isinstance(options.get(name), int) and options[name] > 0:
+            options[name] *= factor
+    steps = [{**step, "ms": step["ms"] * factor} if step["op"] == "sleep" else step for step in case["steps"]]
+    return {**case, "bridge": options, "steps": steps}
 
 
 class TargetBroke(Exception):
@@ -70,11 +98,13 @@ def run_case(case: dict[str, Any], run: Run, transport: str) -> CaseOutcome:
     outcome = CaseOutcome(case["id"], PASSED)
     refused: list[str] = []  # steps the protocol layer refused where a refusal is allowed
     index = 0
+    meant_ms = 0.0  # when the case means the current step to run, after its first one
     try:
         for index, step in enumerate(case["steps"]):
             op = step["op"]
             name = step.get("session", "main")
             if op == "sleep":
+                meant_ms += step["ms"]
                 time.sleep(step["ms"] / 1000)
                 history.replies.append(None)
                 history.texts.append(None)
@@ -96,6 +126,7 @@ def run_case(case: dict[str, Any], run: Run, transport: str) -> CaseOutcome:
             try:
                 reply: Reply = getattr(sessions[name], op)(args)
             except ProtocolRefusal as exc:
+                outcome.late_ms = max(outcome.late_ms, (time.perf_counter() - started) * 1000 - meant_ms)
                 if not refusal_allowed(step["expect"]):
                     raise
                 refused.append(f"step {index} ({op}) refused by the protocol layer, as seed 000 allows "
@@ -103,6 +134,8 @@ def run_case(case: dict[str, Any], run: Run, transport: str) -> CaseOutcome:
                 history.replies.append(None)
                 history.texts.append(None)
                 continue
+            # The reply is in: how late the call was answered against when the case meant it.
+            outcome.late_ms = max(outcome.late_ms, (time.perf_counter() - started) * 1000 - meant_ms)
             if not is_bridge_reply(reply.value):
                 raise TargetBroke(f"step {index} ({op}) returned something that is not a BridgeReply: {reply.value!r:.300}")
             mismatches = [m.at(f"step {index} ({op})") for m in match(step["expect"], reply.value, "", history)]
