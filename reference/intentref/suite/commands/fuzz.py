@@ -180,16 +180,11 @@ def _verdict(reply: dict[str, Any]) -> dict[str, Any]:
 
 def candidate_case(rng: random.Random, case_id: str, heavy: bool) -> dict[str, Any]:
     from intentref.core.jsontext import dumps_compact
+    from intentref.suite.generators.candidates import core_candidate, data_candidate
+    from intentref.suite.generators.draw import RandomDraw
+    from intentref.suite.generators.faults import CANDIDATE_FAULTS, Subject, faults_for
     from intentref.suite.generators.reference_replies import catalog_schema, reference_session
-    from intentref.suite.generators.strategies_impl import (
-        CANDIDATE_FAULTS,
-        RandomDraw,
-        Subject,
-        core_candidate,
-        data_candidate,
-        faults_for,  # fmt: skip
-        plan_request,
-    )
+    from intentref.suite.generators.requests import plan_request
     from intentref.suite.properties.targets import (
         Call,
         case_from_calls,
@@ -256,13 +251,9 @@ def _step(task: dict[str, Any], text: str) -> dict[str, Any]:
 
 
 def reply_case(rng: random.Random, case_id: str, heavy: bool) -> dict[str, Any]:
+    from intentref.suite.generators.draw import RandomDraw
     from intentref.suite.generators.reference_replies import reference_reply
-    from intentref.suite.generators.strategies_impl import (
-        RandomDraw,
-        malformed_reply,
-        malformed_tool_result,
-        tool_result,
-    )
+    from intentref.suite.generators.replies import malformed_reply, malformed_tool_result, tool_result
 
     d = RandomDraw(rng)
     reply = reference_reply(d)
@@ -280,8 +271,8 @@ def reply_case(rng: random.Random, case_id: str, heavy: bool) -> dict[str, Any]:
 
 
 def session_case(rng: random.Random, case_id: str, heavy: bool) -> dict[str, Any]:
+    from intentref.suite.generators.draw import RandomDraw
     from intentref.suite.generators.reference_replies import reference_session
-    from intentref.suite.generators.strategies_impl import RandomDraw
     from intentref.suite.properties.targets import Tally, case_from_calls, catalog_instances, well_formed_json
 
     d = RandomDraw(rng)
@@ -467,7 +458,7 @@ class Walker:
 
     def _prepare(self) -> None:
         from intentref.suite.generators.reference_replies import catalog_schema
-        from intentref.suite.generators.strategies_impl import plan_request
+        from intentref.suite.generators.requests import plan_request
 
         index = self._session_index()
         name = self.d.choice(self.instances)
@@ -481,7 +472,7 @@ class Walker:
         self.jobs.append(JobModel(reply["jobId"], index, name, plan, "core", reply["stepToken"], reply["payload"]))
 
     def _prepare_malformed(self) -> None:
-        from intentref.suite.generators.strategies_impl import malformed_request
+        from intentref.suite.generators.requests import malformed_request
 
         defect, request = malformed_request(self.d, "prepare", instance=self.d.choice(self.instances), heavy=self.heavy,
                                             objects_only=self.objects_only)
@@ -495,13 +486,8 @@ class Walker:
         return self.d.choice(active) if active else None
 
     def _accept(self, broken: bool = False) -> None:
-        from intentref.suite.generators.strategies_impl import (
-            CANDIDATE_FAULTS,
-            Subject,
-            core_candidate,
-            data_candidate,
-            faults_for,
-        )
+        from intentref.suite.generators.candidates import core_candidate, data_candidate
+        from intentref.suite.generators.faults import CANDIDATE_FAULTS, Subject, faults_for
 
         job = self._active_job()
         if job is None:
@@ -563,7 +549,7 @@ class Walker:
         self._accept(broken=True)
 
     def _accept_malformed(self) -> None:
-        from intentref.suite.generators.strategies_impl import malformed_request
+        from intentref.suite.generators.requests import malformed_request
 
         job = self._active_job()
         if job is None:
@@ -630,7 +616,8 @@ class Walker:
             self._fail("mispredictions", f"a token of no step was answered {reply}")
 
     def _cancel(self) -> None:
-        from intentref.suite.generators.strategies_impl import DETAIL_LIMIT, detail_with_bytes
+        from intentref.core.limits import MAX_CANCEL_DETAIL_BYTES as DETAIL_LIMIT
+        from intentref.suite.generators.texts import detail_with_bytes
         from intentref.suite.properties.targets import canonical
 
         job = self._active_job()
@@ -665,7 +652,7 @@ class Walker:
             self._fail("replay_drifts", f"the terminal reply of {job.id} changed: {canonical(reply):.200}")
 
     def _cancel_malformed(self) -> None:
-        from intentref.suite.generators.strategies_impl import malformed_request
+        from intentref.suite.generators.requests import malformed_request
 
         job = self._active_job()
         if job is None:

@@ -324,7 +324,7 @@ def campaign(spec: str, seed: int, calls: int, heavy: bool, differential: bool, 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from intentref.suite.commands.fuzz import Walker
-    from intentref.suite.generators.strategies_impl import RandomDraw
+    from intentref.suite.generators.draw import RandomDraw
     from intentref.suite.properties.targets import (
         DifferentialTarget,
         Tally,

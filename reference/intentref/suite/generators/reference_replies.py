@@ -1,9 +1,9 @@
 """Real replies of the reference, for the generators that start from one (fuzz, strategies).
 
-A Bridge of the property catalog (``_property_targets.catalog_instances``) serves the
-draws; it lived at the end of ``_strategies_impl`` until issue 18, which moved it here
-because the catalog itself imports the generators: the generators stay below the catalog
-and this module, which needs both, sits above them (no import circle).
+A Bridge of the property catalog (``intentref.suite.properties.targets.catalog_instances``)
+serves the draws.  The catalog itself imports the generators (its schemas are generated),
+so the other generator modules stay below the catalog and this one, which needs both,
+sits above them (no import circle; issue 18).
 """
 
 from __future__ import annotations
@@ -11,18 +11,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from intentref.suite.generators.strategies_impl import (
-    CANDIDATE_FAULTS,
-    Draw,
-    Plan,
-    Subject,
-    core_candidate,
-    data_candidate,
-    faults_for,
-    plan_request,
-    sentence,
-    token,
-)
+from intentref.suite.generators.candidates import core_candidate, data_candidate
+from intentref.suite.generators.draw import Draw
+from intentref.suite.generators.faults import CANDIDATE_FAULTS, Subject, faults_for
+from intentref.suite.generators.requests import RequestPlan, plan_request
+from intentref.suite.generators.texts import sentence, token
 from intentref.suite.properties.targets import catalog_instances
 
 _REFERENCE: dict[str, Any] = {}
@@ -60,7 +53,7 @@ def reference_reply(d: Draw) -> dict[str, Any]:
     return {**reply, **{m: token(d) for m in ("jobId", "stepToken") if m in reply}}
 
 
-def _advance(d: Draw, session: Any, task: dict[str, Any], plan: Plan) -> dict[str, Any]:
+def _advance(d: Draw, session: Any, task: dict[str, Any], plan: RequestPlan) -> dict[str, Any]:
     ids = {"jobId": task["jobId"], "stepToken": task["stepToken"]}
     if d.integer(0, 5) == 0:
         return dict(session.cancel({"jobId": task["jobId"], "outcome": d.choice(["cancelled", "refusal", "incomplete"]),

@@ -28,7 +28,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final
 
-from intentref.suite.generators.strategies_impl import CANDIDATE_FAULTS
+from intentref.suite.generators.faults import CANDIDATE_FAULTS
 
 NORMATIVE: Final = "normative"
 REFERENCE: Final = "reference"
@@ -49,7 +49,7 @@ DECIDED_CODES: Final[dict[str, tuple[str, ...]]] = {
 }
 # Candidate faults whose verdict is a reference decision: another implementation may judge
 # such a text differently and still follow the seeds.  Each fault names its decisions where
-# it is registered (``_strategies_impl``); this is that list, read from the registry.
+# it is registered (``intentref.suite.generators.faults``); this is that list, read from the registry.
 FAULT_DECISIONS: Final[dict[str, tuple[str, ...]]] = {
     name: fault.decisions for name, fault in CANDIDATE_FAULTS.items() if fault.decisions
 }

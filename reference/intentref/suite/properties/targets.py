@@ -29,7 +29,7 @@ from typing import Any, Final
 from intentref.core.jsontext import dumps_compact
 from intentref.core.limits import is_well_formed
 from intentref.mcp.replies import is_bridge_reply as is_bridge_reply
-from intentref.suite.generators.strategies_impl import fault_of
+from intentref.suite.generators.faults import fault_of
 from intentref.suite.properties.projection import (
     NORMATIVE,
     REFERENCE,
@@ -281,7 +281,8 @@ def generated_instances(seed: int = CATALOG_SEED, count: int = CATALOG_SIZE) -> 
     They join the instances of every shared run, so a stdio target serves all of them from
     one process while Hypothesis varies requests and candidates over them.
     """
-    from intentref.suite.generators.strategies_impl import RandomDraw, schema
+    from intentref.suite.generators.draw import RandomDraw
+    from intentref.suite.generators.schemas import schema
 
     draw = RandomDraw(seed)
     out: dict[str, Any] = {
