@@ -28,7 +28,9 @@ from typing import Any, Final
 
 from intentref.core.jsontext import dumps_compact
 from intentref.core.limits import is_well_formed
+from intentref.core.wire import NOT_A_STEP_CODES, TOOL_OF_OP
 from intentref.mcp.replies import is_bridge_reply as is_bridge_reply
+from intentref.suite.cases.script import MALFORMED_CALL_CODE, refusal_allowed
 from intentref.suite.generators.faults import fault_of
 from intentref.suite.properties.projection import (
     NORMATIVE,
@@ -117,8 +119,6 @@ class UnsupportedByTarget(unittest.SkipTest):
 
 # --------------------------------------------------------------------------- protocol-layer refusals
 
-_TOOL_OF: Final = {"prepare": "intent_prepare", "accept": "intent_accept", "cancel": "intent_cancel"}
-
 
 @functools.cache
 def _input_validator(op: str) -> Any:
@@ -126,23 +126,20 @@ def _input_validator(op: str) -> Any:
 
     from intentref.mcp.server import MCP_TOOLS
 
-    schema = next(tool["inputSchema"] for tool in MCP_TOOLS if tool["name"] == _TOOL_OF[op])
+    schema = next(tool["inputSchema"] for tool in MCP_TOOLS if tool["name"] == TOOL_OF_OP[op])
     return jsonschema.Draft202012Validator(schema)
 
 
-def refusal_allowed(op: str, request: Any) -> bool:
-    """Whether the protocol layer may refuse this call instead of the Bridge (D-CNF-055).
-
-    Seed 000 lets SDK/protocol parameter validation throw; what an SDK validates is the tool's
-    published input schema, so exactly the requests that schema refuses may be refused so
-    (the Bridge answers each of them INPUT_INVALID: tests/mcp/test_schema_agreement.py).
-    """
-    return not _input_validator(op).is_valid(request)
+def published_expectation(op: str, request: Any) -> Any:
+    """What can be expected of ``request`` with no reference at hand: an INPUT_INVALID error
+    where the tool's published input schema refuses it (the Bridge answers every such request
+    so, D-MCP-006: tests/mcp/test_schema_agreement.py), else nothing (None)."""
+    return None if _input_validator(op).is_valid(request) else {"$error": {"code": MALFORMED_CALL_CODE}}
 
 
 def _refused_reply(detail: str) -> Reply:
     """What a property sees of an allowed refusal: the error the Bridge would have given, by code."""
-    error = {"code": "INPUT_INVALID", "stage": "bridge", "message": f"refused by the protocol layer: {detail}",
+    error = {"code": MALFORMED_CALL_CODE, "stage": "bridge", "message": f"refused by the protocol layer: {detail}",
              "issues": []}  # fmt: skip
     return Reply({"kind": "error", "error": error})
 
@@ -153,7 +150,7 @@ def call_allowing_refusal(session: Session, op: str, request: Any) -> Reply:
     try:
         reply: Reply = getattr(session, op)(request)
     except ProtocolRefusal as exc:
-        if not refusal_allowed(op, request):
+        if not refusal_allowed(published_expectation(op, request)):
             raise
         STATS["protocol_refusals"] += 1
         return _refused_reply(exc.detail)
@@ -510,12 +507,12 @@ class DifferentialSession(CallSession):
         try:
             theirs: Reply = getattr(self._target, op)(request)
         except ProtocolRefusal:
-            if not refusal_allowed(op, request):
-                raise
-            # D-CNF-055: refused as malformed, as the reference refuses it; the reference still
-            # takes the call, so both sides stay in step, and its error stands in for the reply.
+            # D-CNF-055: the reference's reply to the same call is what is expected; the reference
+            # takes the call either way, so both sides stay in step, and its error stands in for the reply.
             stand_in: Reply = getattr(self._reference, op)(reference_args)
             run.calls.append(Call(self.name, op, reference_args, stand_in.value))
+            if not refusal_allowed(stand_in.value):
+                raise
             STATS["protocol_refusals"] += 1
             return stand_in
         ours: Reply = getattr(self._reference, op)(reference_args)
@@ -623,10 +620,6 @@ class DifferentialRun(Run):
             self._reference.close()
 
 
-# Rejections are not used steps (D-BRG-009, D-BRG-008): their text may be sent again and judged.
-_NOT_A_STEP: Final = ("LIMIT_EXCEEDED", "BRIDGE_STEP_CONFLICT", "BRIDGE_JOB_NOT_FOUND", "INPUT_INVALID")
-
-
 def _accept_key(session: str, op: str, args: Any) -> tuple[str, str, str, str] | None:
     if op != "accept" or not isinstance(args, dict):
         return None
@@ -637,8 +630,9 @@ def _accept_key(session: str, op: str, args: Any) -> tuple[str, str, str, str] |
 
 
 def _is_rejection(reply: dict[str, Any]) -> bool:
+    """A refusal that is not a used step (D-BRG-009, D-BRG-008): its text may be sent again and judged."""
     error = reply.get("error") if reply.get("kind") == "error" else None
-    return isinstance(error, dict) and error.get("code") in _NOT_A_STEP
+    return isinstance(error, dict) and error.get("code") in NOT_A_STEP_CODES
 
 
 def _replay_drift(first: Reply, again: Reply) -> list[str]:
