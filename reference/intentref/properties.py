@@ -15,7 +15,7 @@ uses lives here::
             with ip.decided("D-BRG-007"):   # an assertion on a value the reference decided
                 ...
 
-* driving a target (``intentref.suite.targets.base``): ``Example``,
+* driving a target (``intentref.suite.properties``): ``Example``,
   ``ExampleSession``, ``UnsupportedByTarget``, ``catalog_instances``,
   ``generated_instances``, ``available``, ``separate_sessions``, ``DifferentialTarget``,
   ``Divergence``, ``case_from_calls``;
@@ -35,6 +35,7 @@ private in ``intentref.suite.properties.targets``.
 
 from __future__ import annotations
 
+from intentref.mcp.replies import is_bridge_reply
 from intentref.suite.generators.candidates import payload_sources
 from intentref.suite.generators.draw import HypothesisDraw, RandomDraw
 from intentref.suite.generators.faults import (
@@ -50,6 +51,14 @@ from intentref.suite.generators.replies import MCP_DEFECTS, REPLY_DEFECTS, tool_
 from intentref.suite.generators.requests import RequestPlan
 from intentref.suite.generators.schemas import schema_paths
 from intentref.suite.generators.texts import LONE_SURROGATES, SPECIAL_KEYS
+from intentref.suite.properties.case_writer import case_from_calls
+from intentref.suite.properties.catalog import (
+    available,
+    catalog_instances,
+    generated_instances,
+    separate_sessions,
+)
+from intentref.suite.properties.differential import DifferentialTarget, Divergence, canonical
 from intentref.suite.properties.projection import (
     FAULT_DECISIONS,
     DecidedAssertion,
@@ -58,20 +67,11 @@ from intentref.suite.properties.projection import (
     project,
 )
 from intentref.suite.properties.targets import (
-    DifferentialTarget,
-    Divergence,
     Example,
     ExampleSession,
     UnsupportedByTarget,
-    available,
-    canonical,
-    case_from_calls,
-    catalog_instances,
     error_code,
-    generated_instances,
-    is_bridge_reply,
     issue_paths,
-    separate_sessions,
     step_of,
 )
 

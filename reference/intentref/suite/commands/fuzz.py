@@ -185,13 +185,9 @@ def candidate_case(rng: random.Random, case_id: str, heavy: bool) -> dict[str, A
     from intentref.suite.generators.faults import CANDIDATE_FAULTS, Subject, faults_for
     from intentref.suite.generators.reference_replies import catalog_schema, reference_session
     from intentref.suite.generators.requests import plan_request
-    from intentref.suite.properties.targets import (
-        Call,
-        case_from_calls,
-        catalog_instances,
-        text_spec,
-        well_formed_json,
-    )
+    from intentref.suite.properties.case_writer import Call, case_from_calls, text_spec
+    from intentref.suite.properties.catalog import catalog_instances
+    from intentref.suite.properties.differential import well_formed_json
 
     d = RandomDraw(rng)
     instances = catalog_instances()
@@ -273,7 +269,10 @@ def reply_case(rng: random.Random, case_id: str, heavy: bool) -> dict[str, Any]:
 def session_case(rng: random.Random, case_id: str, heavy: bool) -> dict[str, Any]:
     from intentref.suite.generators.draw import RandomDraw
     from intentref.suite.generators.reference_replies import reference_session
-    from intentref.suite.properties.targets import Tally, case_from_calls, catalog_instances, well_formed_json
+    from intentref.suite.properties.case_writer import case_from_calls
+    from intentref.suite.properties.catalog import catalog_instances
+    from intentref.suite.properties.differential import well_formed_json
+    from intentref.suite.properties.targets import Tally
 
     d = RandomDraw(rng)
     # Objects only: a session case must replay over MCP too, whose tool arguments are objects.
@@ -342,7 +341,7 @@ class Walker:
 
     def __init__(self, run: Any, draw: Any, tally: Any, heavy: bool = False, max_sessions: int = 3,
                  objects_only: bool = False, instances: dict[str, Any] | None = None) -> None:  # fmt: skip
-        from intentref.suite.properties.targets import catalog_instances
+        from intentref.suite.properties.catalog import catalog_instances
 
         self.run, self.d, self.tally, self.heavy = run, draw, tally, heavy
         self.objects_only = objects_only  # MCP tool arguments are always objects
@@ -371,12 +370,10 @@ class Walker:
 
     def _call(self, index: int, op: str, request: Any) -> dict[str, Any] | None:
         from intentref.core.limits import has_lone_surrogate
-        from intentref.suite.properties.targets import (
-            Call,
-            Divergence,
-            call_allowing_refusal,
-            is_bridge_reply,
-        )
+        from intentref.mcp.replies import is_bridge_reply
+        from intentref.suite.properties.case_writer import Call
+        from intentref.suite.properties.differential import Divergence
+        from intentref.suite.properties.targets import call_allowing_refusal
         from intentref.suite.targets.base import RequestDropped
 
         self.tally.calls[op] += 1
@@ -430,7 +427,7 @@ class Walker:
         A released session has its active jobs cancelled and may serve the next walk on the
         same run (D-CNF-002, D-CNF-024): over stdio that saves a server process per session.
         """
-        from intentref.suite.properties.targets import Call
+        from intentref.suite.properties.case_writer import Call
 
         for index in self._open():
             self.calls.append(Call(self.names[index], "close"))
@@ -536,7 +533,7 @@ class Walker:
         return bool(reply["kind"] == "result")
 
     def _record(self, job: JobModel, text: str, reply: dict[str, Any]) -> None:
-        from intentref.suite.properties.targets import canonical
+        from intentref.suite.properties.differential import canonical
 
         if len(text) <= MAX_KEPT_TEXT:
             job.used.append((job.token, text, canonical(reply), self._last_wire))
@@ -566,7 +563,7 @@ class Walker:
         return self.d.choice(jobs) if jobs else None
 
     def _replay(self) -> None:
-        from intentref.suite.properties.targets import canonical
+        from intentref.suite.properties.differential import canonical
 
         job = self._used_job()
         if job is None:
@@ -618,7 +615,7 @@ class Walker:
     def _cancel(self) -> None:
         from intentref.core.limits import MAX_CANCEL_DETAIL_BYTES as DETAIL_LIMIT
         from intentref.suite.generators.texts import detail_with_bytes
-        from intentref.suite.properties.targets import canonical
+        from intentref.suite.properties.differential import canonical
 
         job = self._active_job()
         if job is None:
@@ -639,7 +636,7 @@ class Walker:
         job.stage, job.terminal = None, canonical(reply)
 
     def _cancel_terminal(self) -> None:
-        from intentref.suite.properties.targets import canonical
+        from intentref.suite.properties.differential import canonical
 
         ended = [j for j in self._jobs(active=False) if j.terminal is not None]
         if not ended:
@@ -669,7 +666,7 @@ class Walker:
             self._new_session()
 
     def _close(self) -> None:
-        from intentref.suite.properties.targets import Call
+        from intentref.suite.properties.case_writer import Call
 
         if len(self._open()) < 2:
             return
@@ -712,7 +709,7 @@ class _WellFormedSession(CallSession):
         self._inner = inner
 
     def _call(self, op: str, request: Any) -> Reply:
-        from intentref.suite.properties.targets import well_formed_json
+        from intentref.suite.properties.differential import well_formed_json
 
         reply: Reply = getattr(self._inner, op)(request)
         return Reply(well_formed_json(reply.value), reply.text, reply.envelope)

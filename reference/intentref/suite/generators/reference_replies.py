@@ -1,6 +1,6 @@
 """Real replies of the reference, for the generators that start from one (fuzz, strategies).
 
-A Bridge of the property catalog (``intentref.suite.properties.targets.catalog_instances``)
+A Bridge of the property catalog (``intentref.suite.properties.catalog.catalog_instances``)
 serves the draws.  The catalog itself imports the generators (its schemas are generated),
 so the other generator modules stay below the catalog and this one, which needs both,
 sits above them (no import circle; issue 18).
@@ -16,7 +16,7 @@ from intentref.suite.generators.draw import Draw
 from intentref.suite.generators.faults import CANDIDATE_FAULTS, Subject, faults_for
 from intentref.suite.generators.requests import RequestPlan, plan_request
 from intentref.suite.generators.texts import sentence, token
-from intentref.suite.properties.targets import catalog_instances
+from intentref.suite.properties.catalog import catalog_instances
 
 _REFERENCE: dict[str, Any] = {}
 
