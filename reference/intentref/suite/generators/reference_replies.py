@@ -8,9 +8,12 @@ sits above them (no import circle; issue 18).
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
+from intentref.bridge import create_intent_bridge
+from intentref.intent import Intent
 from intentref.suite.generators.candidates import core_candidate, data_candidate
 from intentref.suite.generators.draw import Draw
 from intentref.suite.generators.faults import CANDIDATE_FAULTS, Subject, faults_for
@@ -18,18 +21,17 @@ from intentref.suite.generators.requests import RequestPlan, plan_request
 from intentref.suite.generators.texts import sentence, token
 from intentref.suite.properties.catalog import catalog_instances
 
-_REFERENCE: dict[str, Any] = {}
+
+@functools.cache
+def _reference_bridge() -> Any:
+    """One in-process reference Bridge serving the property catalog, built on first use."""
+    instances = {name: Intent(config) for name, config in catalog_instances().items()}
+    return create_intent_bridge({"instances": instances})
 
 
 def reference_session() -> Any:
-    """A session of one in-process reference Bridge serving the property catalog (built once)."""
-    if "bridge" not in _REFERENCE:
-        from intentref.bridge import create_intent_bridge
-        from intentref.intent import Intent
-
-        instances = {name: Intent(config) for name, config in catalog_instances().items()}
-        _REFERENCE["bridge"] = create_intent_bridge({"instances": instances})
-    return _REFERENCE["bridge"].connect()
+    """A session of the reference Bridge that serves the property catalog."""
+    return _reference_bridge().connect()
 
 
 def catalog_schema(name: str) -> dict[str, Any]:
