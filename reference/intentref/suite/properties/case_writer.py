@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from intentref.core.limits import is_well_formed
 from intentref.suite.cases.values import stringify
-from intentref.suite.properties.projection import NORMATIVE, REFERENCE, is_repair
+from intentref.suite.properties.projection import NORMATIVE, REFERENCE, is_judgement, is_repair
 from intentref.suite.targets.base import load_instances
 
 TOKEN_MEMBERS: Final = ("jobId", "stepToken")
@@ -98,7 +98,7 @@ def case_from_calls(calls: list[Call], instances: dict[str, Any], options: dict[
             step["args"] = _args_spec(call.args, first_seen)
             last = index == len(calls) - 1
             step["expect"] = {"$sameAs": same_as} if last and same_as is not None else expectation(call.reply, first_seen)
-            judged = judged or _judged(call.reply)
+            judged = judged or is_judgement(call.reply)
             name = call.args.get("instance") if isinstance(call.args, dict) else None
             if isinstance(name, str) and name in instances and name not in used:
                 used.append(name)
@@ -128,15 +128,6 @@ def case_from_calls(calls: list[Call], instances: dict[str, Any], options: dict[
     if any(name not in standard or standard[name] != setup[name] for name in used):
         case["setup"] = {"instances": setup}
     return case
-
-
-def _judged(reply: Any) -> bool:
-    if not isinstance(reply, dict):
-        return False
-    if reply.get("kind") == "task":
-        return is_repair(reply)
-    error = reply.get("error") if reply.get("kind") == "error" else None
-    return isinstance(error, dict) and error.get("code") in ("MODEL_OUTPUT_INVALID", "DATA_EXTRACTION_FAILED")
 
 
 def _seed_configuration(config: Any, drop_repairs: bool) -> Any:

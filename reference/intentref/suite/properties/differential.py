@@ -25,6 +25,7 @@ from intentref.suite.properties.projection import (
     REFERENCE,
     CallContext,
     classify,
+    error_of,
     project,
     seed_cancel,
 )
@@ -322,8 +323,8 @@ def _accept_key(session: str, op: str, args: Any) -> tuple[str, str, str, str] |
 
 def _is_rejection(reply: dict[str, Any]) -> bool:
     """A refusal that is not a used step (D-BRG-009, D-BRG-008): its text may be sent again and judged."""
-    error = reply.get("error") if reply.get("kind") == "error" else None
-    return isinstance(error, dict) and error.get("code") in NOT_A_STEP_CODES
+    error = error_of(reply)
+    return error is not None and error.get("code") in NOT_A_STEP_CODES
 
 
 def _replay_drift(first: Reply, again: Reply) -> list[str]:

@@ -144,14 +144,14 @@ def classify(context: CallContext, reference: Any, target: Any) -> tuple[str, tu
     if _has_partial(reference) != _has_partial(target):
         decisions.append("D-ERR-009")  # seed 004: partialResult is optional
     if context.repair_attempts is not None and context.repair_attempts != SEED_REPAIRS and (
-        _judgement(reference) or _judgement(target)
+        is_judgement(reference) or is_judgement(target)
     ):
         decisions += REPAIR_DECISIONS
     unique = tuple(dict.fromkeys(decisions))
     return (REFERENCE, unique) if unique else (NORMATIVE, ())
 
 
-def _judgement(reply: Any) -> bool:
+def is_judgement(reply: Any) -> bool:
     """A repair task or a refused candidate: what the number of repairs decides between."""
     if isinstance(reply, dict) and reply.get("kind") == "task":
         return is_repair(reply)
