@@ -37,6 +37,12 @@ from __future__ import annotations
 
 from intentref.mcp.replies import is_bridge_reply
 from intentref.suite.generators.candidates import payload_sources
+from intentref.suite.generators.catalog import (
+    available,
+    catalog_instances,
+    generated_instances,
+    separate_sessions,
+)
 from intentref.suite.generators.draw import HypothesisDraw, RandomDraw
 from intentref.suite.generators.faults import (
     CANDIDATE_FAULTS,
@@ -52,12 +58,6 @@ from intentref.suite.generators.requests import RequestPlan
 from intentref.suite.generators.schemas import schema_paths
 from intentref.suite.generators.texts import LONE_SURROGATES, SPECIAL_KEYS
 from intentref.suite.properties.case_writer import case_from_calls
-from intentref.suite.properties.catalog import (
-    available,
-    catalog_instances,
-    generated_instances,
-    separate_sessions,
-)
 from intentref.suite.properties.differential import DifferentialTarget, Divergence, canonical
 from intentref.suite.properties.projection import (
     FAULT_DECISIONS,

@@ -181,12 +181,12 @@ def _verdict(reply: dict[str, Any]) -> dict[str, Any]:
 def candidate_case(rng: random.Random, case_id: str, heavy: bool) -> dict[str, Any]:
     from intentref.core.jsontext import dumps_compact
     from intentref.suite.generators.candidates import core_candidate, data_candidate
+    from intentref.suite.generators.catalog import catalog_instances
     from intentref.suite.generators.draw import RandomDraw
     from intentref.suite.generators.faults import CANDIDATE_FAULTS, Subject, faults_for
     from intentref.suite.generators.reference_replies import catalog_schema, reference_session
     from intentref.suite.generators.requests import plan_request
     from intentref.suite.properties.case_writer import Call, case_from_calls, text_spec
-    from intentref.suite.properties.catalog import catalog_instances
     from intentref.suite.properties.differential import well_formed_json
 
     d = RandomDraw(rng)
@@ -267,10 +267,10 @@ def reply_case(rng: random.Random, case_id: str, heavy: bool) -> dict[str, Any]:
 
 
 def session_case(rng: random.Random, case_id: str, heavy: bool) -> dict[str, Any]:
+    from intentref.suite.generators.catalog import catalog_instances
     from intentref.suite.generators.draw import RandomDraw
     from intentref.suite.generators.reference_replies import reference_session
     from intentref.suite.properties.case_writer import case_from_calls
-    from intentref.suite.properties.catalog import catalog_instances
     from intentref.suite.properties.differential import well_formed_json
     from intentref.suite.properties.targets import Tally
 
@@ -341,7 +341,7 @@ class Walker:
 
     def __init__(self, run: Any, draw: Any, tally: Any, heavy: bool = False, max_sessions: int = 3,
                  objects_only: bool = False, instances: dict[str, Any] | None = None) -> None:  # fmt: skip
-        from intentref.suite.properties.catalog import catalog_instances
+        from intentref.suite.generators.catalog import catalog_instances
 
         self.run, self.d, self.tally, self.heavy = run, draw, tally, heavy
         self.objects_only = objects_only  # MCP tool arguments are always objects

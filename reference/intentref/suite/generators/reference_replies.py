@@ -1,9 +1,8 @@
 """Real replies of the reference, for the generators that start from one (fuzz, strategies).
 
-A Bridge of the property catalog (``intentref.suite.properties.catalog.catalog_instances``)
-serves the draws.  The catalog itself imports the generators (its schemas are generated),
-so the other generator modules stay below the catalog and this one, which needs both,
-sits above them (no import circle; issue 18).
+A Bridge of the property catalog (``catalog.catalog_instances``) serves the draws.  The
+catalog's schemas are generated, so this module, which needs the catalog, sits above the
+other generators (no import circle; issue 18).
 """
 
 from __future__ import annotations
@@ -15,11 +14,11 @@ from typing import Any
 from intentref.bridge import create_intent_bridge
 from intentref.intent import Intent
 from intentref.suite.generators.candidates import core_candidate, data_candidate
+from intentref.suite.generators.catalog import catalog_instances
 from intentref.suite.generators.draw import Draw
 from intentref.suite.generators.faults import CANDIDATE_FAULTS, Subject, faults_for
 from intentref.suite.generators.requests import RequestPlan, plan_request
 from intentref.suite.generators.texts import sentence, token
-from intentref.suite.properties.catalog import catalog_instances
 
 
 @functools.cache

@@ -29,7 +29,7 @@ from typing import Any
 from intentref.core.wire import TOOL_OF_OP
 from intentref.mcp.replies import is_bridge_reply
 from intentref.suite.cases.script import MALFORMED_CALL_CODE, refusal_allowed
-from intentref.suite.properties.catalog import catalog_instances, separate_sessions
+from intentref.suite.generators.catalog import catalog_instances, separate_sessions
 from intentref.suite.targets.base import (
     ProtocolRefusal,
     Reply,
