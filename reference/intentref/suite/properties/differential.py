@@ -256,7 +256,7 @@ class DifferentialRun(Run):
         self._answered: dict[tuple[str, str, str, str], tuple[int, Reply]] = {}
 
     def context_of(self, session: str, op: str, args: Any, reply: Any) -> CallContext:
-        """What decides the level of a difference in this call (``_projection.classify``)."""
+        """What decides the level of a difference in this call (``projection.classify``)."""
         if not isinstance(args, dict):
             return CallContext(op)
         if op == "prepare" and isinstance(reply, dict) and isinstance(reply.get("jobId"), str):
