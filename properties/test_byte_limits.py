@@ -27,11 +27,11 @@ from intentref.core.limits import (
     utf8_length,
     well_formed,
 )
+from intentref.core.wire import CANCEL_OUTCOMES
 
 # One character of each width.
 WIDTHS = {"1-byte": "a", "2-byte": "é", "3-byte": "中", "4-byte": "😀"}
 CORE = {"normalizedInput": "x", "primaryIntent": None, "requirements": [], "prohibitions": [], "intents": []}
-CANCEL_CODES = {"cancelled": "MODEL_ABORTED", "refusal": "MODEL_REFUSED", "incomplete": "MODEL_OUTPUT_INCOMPLETE"}
 
 
 def _ending_with(char: str, total: int) -> str:
@@ -51,7 +51,7 @@ def _cancel(target: Any, detail: str, outcome: str) -> tuple[dict[str, Any], dic
 
 def _check_cancel(detail: str, outcome: str, first: dict[str, Any], second: dict[str, Any]) -> None:
     if utf8_length(detail) <= MAX_CANCEL_DETAIL_BYTES:
-        assert first["kind"] == "error" and first["error"]["code"] == CANCEL_CODES[outcome], first
+        assert first["kind"] == "error" and first["error"]["code"] == CANCEL_OUTCOMES[outcome], first
         with ip.decided("D-BRG-015", "D-CAN-002"):  # the stage, and the detail as the one issue
             assert first["error"]["stage"] == "core"
             # D-CAN-002: a non-blank detail is the one issue, made well-formed.
@@ -75,7 +75,7 @@ def test_cancel_detail_boundary_after_each_width(intentref_target: Any, width: s
     _check_cancel(detail, "refusal", first, second)
 
 
-@given(over=st.sampled_from([0, 1]), outcome=st.sampled_from(list(CANCEL_CODES)), data=st.data())
+@given(over=st.sampled_from([0, 1]), outcome=st.sampled_from(list(CANCEL_OUTCOMES)), data=st.data())
 def test_cancel_detail_boundary_mixed(intentref_target: Any, over: int, outcome: str, data: st.DataObject) -> None:
     # spec: R-CAN-003 -- mixed widths, exactly at the limit or one byte over.
     detail = data.draw(ist.cancel_details(MAX_CANCEL_DETAIL_BYTES + over, lone_surrogates=False), label="detail")

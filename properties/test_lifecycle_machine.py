@@ -31,11 +31,10 @@ from hypothesis.stateful import (
 
 from intentref import properties as ip
 from intentref import strategies as ist
+from intentref.core.wire import CANCEL_OUTCOMES, NOT_A_STEP_CODES
 
 # Instances with and without fields, with 0, 1 and 2 repairs.
 INSTANCES = ["order", "default", "tworepairs", "norepair", "gen-00", "escaped", "english"]
-CANCEL_CODES = {"cancelled": "MODEL_ABORTED", "refusal": "MODEL_REFUSED", "incomplete": "MODEL_OUTPUT_INCOMPLETE"}
-KEEPS_JOB = ("LIMIT_EXCEEDED", "INPUT_INVALID", "BRIDGE_STEP_CONFLICT", "BRIDGE_JOB_NOT_FOUND")
 MAX_SESSIONS = 3
 
 
@@ -87,7 +86,7 @@ class LifecycleMachine(RuleBasedStateMachine):
 
     def _still_usable(self, job: dict[str, Any], reply: dict[str, Any]) -> None:
         """After a rejected call the job is unchanged: same stage, same open step."""
-        assert reply["kind"] == "error" and reply["error"]["code"] in KEEPS_JOB, reply
+        assert reply["kind"] == "error" and reply["error"]["code"] in NOT_A_STEP_CODES, reply
 
     def _record(self, job: dict[str, Any], text: str, reply: dict[str, Any]) -> None:
         job["used"].append((job["token"], text, reply, self._session(job).last_text))
@@ -247,7 +246,7 @@ class LifecycleMachine(RuleBasedStateMachine):
     def cancel(self, data: st.DataObject) -> None:
         # spec: R-CAN-005 .. R-CAN-007
         job = data.draw(st.sampled_from(self._jobs(active=True)))
-        outcome = data.draw(st.sampled_from([None, *CANCEL_CODES]))
+        outcome = data.draw(st.sampled_from([None, *CANCEL_OUTCOMES]))
         request: dict[str, Any] = {"jobId": job["id"]}
         if outcome is not None:
             request["outcome"] = outcome
@@ -255,7 +254,7 @@ class LifecycleMachine(RuleBasedStateMachine):
             request["detail"] = data.draw(st.sampled_from(["模型拒绝", " ", "x" * 2048]))
         reply = self._session(job).cancel(request)
         stage, job["stage"], job["terminal"] = job["stage"], None, reply
-        assert ip.error_code(reply) == CANCEL_CODES[outcome or "cancelled"], reply
+        assert ip.error_code(reply) == CANCEL_OUTCOMES[outcome or "cancelled"], reply
         with ip.decided("D-BRG-015"):  # the stage of a cancel's error
             assert reply["error"]["stage"] == stage
 

@@ -52,7 +52,7 @@ def test_the_escaping_edge_cases_by_name() -> None:
     assert jsonpointer.split("/data/~01") == ["data", "~1"]
 
 
-def _to_data_task(session: ip.ExampleSession, plan: ip.Plan, core: dict[str, Any]) -> dict[str, Any]:
+def _to_data_task(session: ip.ExampleSession, plan: ip.RequestPlan, core: dict[str, Any]) -> dict[str, Any]:
     task = session.prepare(plan.request)
     assert task["kind"] == "task" and task["stage"] == "core", task
     data_task = session.accept(ip.step_of(task, dumps_compact(core)))

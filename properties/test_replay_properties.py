@@ -32,7 +32,7 @@ class Used:
     wire: str | None  # the reply's text as the transport carried it
 
 
-def _candidate(data: st.DataObject, task: dict[str, Any], plan: ip.Plan) -> str:
+def _candidate(data: st.DataObject, task: dict[str, Any], plan: ip.RequestPlan) -> str:
     payload = json.loads(task["payload"])
     if task["stage"] == "core":
         subject = ip.Subject("core", data.draw(ist.core_candidates(), label="core"), payload)
@@ -50,7 +50,7 @@ def _others(text: str) -> list[str]:
     return [other for other in others if other != text]
 
 
-def _walk(data: st.DataObject, session: ip.ExampleSession, plan: ip.Plan) -> tuple[list[Used], dict[str, Any]]:
+def _walk(data: st.DataObject, session: ip.ExampleSession, plan: ip.RequestPlan) -> tuple[list[Used], dict[str, Any]]:
     reply = session.prepare(plan.request)
     assert reply["kind"] == "task", reply
     used: list[Used] = []

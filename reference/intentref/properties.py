@@ -15,7 +15,7 @@ uses lives here::
             with ip.decided("D-BRG-007"):   # an assertion on a value the reference decided
                 ...
 
-* driving a target (``intentref.suite.targets.base``): ``Example``,
+* driving a target (``intentref.suite.properties``): ``Example``,
   ``ExampleSession``, ``UnsupportedByTarget``, ``catalog_instances``,
   ``generated_instances``, ``available``, ``separate_sessions``, ``DifferentialTarget``,
   ``Divergence``, ``case_from_calls``;
@@ -23,7 +23,7 @@ uses lives here::
   ``is_bridge_reply``, ``tool_result``, ``reference_reply``, ``catalog_schema``;
 * levels of a failure (D-CNF-021): ``decided``, ``DecidedAssertion``, ``failure_level``,
   ``project``, ``FAULT_DECISIONS``;
-* what the strategies take and give: ``Plan`` (from ``plans``), ``Subject`` and ``Broken``
+* what the strategies take and give: ``RequestPlan`` (from ``plans``), ``Subject`` and ``Broken``
   (for ``broken_candidates``), the named faults ``CANDIDATE_FAULTS`` / ``CandidateFault`` / ``faults_for``, the
   reply defects ``REPLY_DEFECTS`` and ``MCP_DEFECTS``, ``SPECIAL_KEYS``, ``DEEP_NESTING``,
   ``LONE_SURROGATES``, ``payload_sources``, ``schema_paths``, and the two draw sources the
@@ -35,25 +35,30 @@ private in ``intentref.suite.properties.targets``.
 
 from __future__ import annotations
 
-from intentref.suite.generators.reference_replies import catalog_schema, reference_reply
-from intentref.suite.generators.strategies_impl import (
+from intentref.mcp.replies import is_bridge_reply
+from intentref.suite.generators.candidates import payload_sources
+from intentref.suite.generators.catalog import (
+    available,
+    catalog_instances,
+    generated_instances,
+    separate_sessions,
+)
+from intentref.suite.generators.draw import HypothesisDraw, RandomDraw
+from intentref.suite.generators.faults import (
     CANDIDATE_FAULTS,
     DEEP_NESTING,
-    LONE_SURROGATES,
-    MCP_DEFECTS,
-    REPLY_DEFECTS,
-    SPECIAL_KEYS,
     Broken,
     CandidateFault,
-    HypothesisDraw,
-    Plan,
-    RandomDraw,
     Subject,
     faults_for,
-    payload_sources,
-    schema_paths,
-    tool_result,
 )
+from intentref.suite.generators.reference_replies import catalog_schema, reference_reply
+from intentref.suite.generators.replies import MCP_DEFECTS, REPLY_DEFECTS, tool_result
+from intentref.suite.generators.requests import RequestPlan
+from intentref.suite.generators.schemas import schema_paths
+from intentref.suite.generators.texts import LONE_SURROGATES, SPECIAL_KEYS
+from intentref.suite.properties.case_writer import case_from_calls
+from intentref.suite.properties.differential import DifferentialTarget, Divergence, canonical
 from intentref.suite.properties.projection import (
     FAULT_DECISIONS,
     DecidedAssertion,
@@ -62,20 +67,11 @@ from intentref.suite.properties.projection import (
     project,
 )
 from intentref.suite.properties.targets import (
-    DifferentialTarget,
-    Divergence,
     Example,
     ExampleSession,
     UnsupportedByTarget,
-    available,
-    canonical,
-    case_from_calls,
-    catalog_instances,
     error_code,
-    generated_instances,
-    is_bridge_reply,
     issue_paths,
-    separate_sessions,
     step_of,
 )
 
@@ -95,8 +91,8 @@ __all__ = [
     "Example",
     "ExampleSession",
     "HypothesisDraw",
-    "Plan",
     "RandomDraw",
+    "RequestPlan",
     "Subject",
     "UnsupportedByTarget",
     "available",

@@ -14,7 +14,7 @@ from intentref import Intent, cli
 from intentref.bridge import create_intent_bridge
 from intentref.suite.cases.values import History, generate
 from intentref.suite.commands.check import judge
-from intentref.suite.properties.targets import well_formed_json
+from intentref.suite.properties.differential import well_formed_json
 from tests.conftest import ORDER_CORE, ORDER_DATA, ORDER_SCHEMA, dumps
 
 

@@ -27,9 +27,9 @@ import pytest
 
 from intentref import properties as ip
 from intentref.suite.cases.fixtures import fixture_schema
-from intentref.suite.cases.script import FAILED, PASSED, run_case
-from intentref.suite.properties import projection
-from intentref.suite.targets.base import InProcessTarget
+from intentref.suite.cases.script import FAILED, PASSED, refusal_allowed, run_case
+from intentref.suite.properties import projection, targets
+from intentref.suite.targets.base import CallSession, InProcessTarget, ProtocolRefusal, Run, Session, Target
 
 HERE = pathlib.Path(__file__).parent
 sys.path.insert(0, str(HERE))
@@ -220,3 +220,64 @@ def test_a_decided_assertion_is_reference_level_and_others_are_not() -> None:
     group = ExceptionGroup("two", [caught.value, ValueError("x")])
     assert projection.failure_level(group) == ("normative", ())
     assert projection.failure_level(ExceptionGroup("one", [caught.value])) == ("reference", ("D-LIM-002",))
+
+
+# --------------------------------------------------------------------------- protocol-layer refusals
+
+
+class _RefusingSession(CallSession):
+    """An SDK that refuses every call with its own parameter validation (seed 000 allows it)."""
+
+    def _call(self, op: str, request: Any) -> Any:
+        raise ProtocolRefusal(f"{op} refused by the SDK")
+
+    def close(self) -> None:
+        return None
+
+
+class _RefusingRun(Run):
+    def connect(self) -> Session:
+        return _RefusingSession()
+
+    def close(self) -> None:
+        return None
+
+
+class _RefusingTarget(Target):
+    name = "refusing"
+
+    def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run:
+        return _RefusingRun()
+
+
+NOT_IN_SCHEMA = {"instance": "default", "input": 7}  # the published input schema refuses it
+BLANK_INPUT = {"instance": "default", "input": " "}  # the schema takes it; the Bridge answers INPUT_INVALID
+VALID = {"instance": "default", "input": "查询订单 000123"}
+
+
+def test_a_refusal_passes_where_the_reference_answers_input_invalid() -> None:
+    # spec: D-CNF-055 -- the reference's reply to the same call is the expectation, as a case's is.
+    with ip.Example(ip.DifferentialTarget(_RefusingTarget(), InProcessTarget()), fresh=True) as ex:
+        session = ex.session()
+        assert ip.error_code(session.prepare(NOT_IN_SCHEMA)) == "INPUT_INVALID"
+        assert ip.error_code(session.prepare(BLANK_INPUT)) == "INPUT_INVALID"
+        with pytest.raises(ProtocolRefusal):
+            session.prepare(VALID)  # the reference answers a task: no refusal may stand in for it
+
+
+def test_without_a_reference_a_refusal_passes_where_the_input_schema_refuses() -> None:
+    # spec: D-CNF-055 -- nothing else is known to be a malformed call without the reference's reply.
+    with ip.Example(_RefusingTarget(), fresh=True) as ex:
+        session = ex.session()
+        assert ip.error_code(session.prepare(NOT_IN_SCHEMA)) == "INPUT_INVALID"
+        with pytest.raises(ProtocolRefusal):
+            session.prepare(BLANK_INPUT)
+
+
+def test_the_conformance_script_and_the_properties_share_one_refusal_rule() -> None:
+    # spec: D-CNF-055
+    assert targets.refusal_allowed is refusal_allowed
+    assert refusal_allowed({"$error": {"code": {"$anyOf": ["INPUT_INVALID", "LIMIT_EXCEEDED"]}}})
+    assert refusal_allowed({"kind": "error", "error": {"code": "INPUT_INVALID", "stage": "bridge"}})
+    assert not refusal_allowed({"kind": "error", "error": {"code": "LIMIT_EXCEEDED", "stage": "bridge"}})
+    assert not refusal_allowed({"kind": "task"}) and not refusal_allowed(None)

@@ -76,8 +76,14 @@ MALFORMED_CALL_CODE = "INPUT_INVALID"
 
 
 def refusal_allowed(expect: Any) -> bool:
-    """Whether a step expecting ``expect`` may be refused by the protocol layer (D-CNF-055):
-    it expects an error reply whose code may be ``INPUT_INVALID`` (or any code)."""
+    """Whether a call expected to answer ``expect`` may be refused by the protocol layer (D-CNF-055):
+    ``expect`` is an error reply whose code may be ``INPUT_INVALID`` (or any code).
+
+    The one rule for every caller: a case step passes its written expectation; the property
+    engine passes the reply the reference gave to the same call (a literal reply is an
+    expectation too), or what the tool's published input schema predicts when no reference
+    runs beside the target.
+    """
     if not isinstance(expect, dict):
         return False
     if "$error" in expect:

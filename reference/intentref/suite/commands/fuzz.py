@@ -180,23 +180,14 @@ def _verdict(reply: dict[str, Any]) -> dict[str, Any]:
 
 def candidate_case(rng: random.Random, case_id: str, heavy: bool) -> dict[str, Any]:
     from intentref.core.jsontext import dumps_compact
+    from intentref.suite.generators.candidates import core_candidate, data_candidate
+    from intentref.suite.generators.catalog import catalog_instances
+    from intentref.suite.generators.draw import RandomDraw
+    from intentref.suite.generators.faults import CANDIDATE_FAULTS, Subject, faults_for
     from intentref.suite.generators.reference_replies import catalog_schema, reference_session
-    from intentref.suite.generators.strategies_impl import (
-        CANDIDATE_FAULTS,
-        RandomDraw,
-        Subject,
-        core_candidate,
-        data_candidate,
-        faults_for,  # fmt: skip
-        plan_request,
-    )
-    from intentref.suite.properties.targets import (
-        Call,
-        case_from_calls,
-        catalog_instances,
-        text_spec,
-        well_formed_json,
-    )
+    from intentref.suite.generators.requests import plan_request
+    from intentref.suite.properties.case_writer import Call, case_from_calls, text_spec
+    from intentref.suite.properties.differential import well_formed_json
 
     d = RandomDraw(rng)
     instances = catalog_instances()
@@ -256,13 +247,9 @@ def _step(task: dict[str, Any], text: str) -> dict[str, Any]:
 
 
 def reply_case(rng: random.Random, case_id: str, heavy: bool) -> dict[str, Any]:
+    from intentref.suite.generators.draw import RandomDraw
     from intentref.suite.generators.reference_replies import reference_reply
-    from intentref.suite.generators.strategies_impl import (
-        RandomDraw,
-        malformed_reply,
-        malformed_tool_result,
-        tool_result,
-    )
+    from intentref.suite.generators.replies import malformed_reply, malformed_tool_result, tool_result
 
     d = RandomDraw(rng)
     reply = reference_reply(d)
@@ -280,9 +267,12 @@ def reply_case(rng: random.Random, case_id: str, heavy: bool) -> dict[str, Any]:
 
 
 def session_case(rng: random.Random, case_id: str, heavy: bool) -> dict[str, Any]:
+    from intentref.suite.generators.catalog import catalog_instances
+    from intentref.suite.generators.draw import RandomDraw
     from intentref.suite.generators.reference_replies import reference_session
-    from intentref.suite.generators.strategies_impl import RandomDraw
-    from intentref.suite.properties.targets import Tally, case_from_calls, catalog_instances, well_formed_json
+    from intentref.suite.properties.case_writer import case_from_calls
+    from intentref.suite.properties.differential import well_formed_json
+    from intentref.suite.properties.targets import Tally
 
     d = RandomDraw(rng)
     # Objects only: a session case must replay over MCP too, whose tool arguments are objects.
@@ -351,7 +341,7 @@ class Walker:
 
     def __init__(self, run: Any, draw: Any, tally: Any, heavy: bool = False, max_sessions: int = 3,
                  objects_only: bool = False, instances: dict[str, Any] | None = None) -> None:  # fmt: skip
-        from intentref.suite.properties.targets import catalog_instances
+        from intentref.suite.generators.catalog import catalog_instances
 
         self.run, self.d, self.tally, self.heavy = run, draw, tally, heavy
         self.objects_only = objects_only  # MCP tool arguments are always objects
@@ -380,12 +370,10 @@ class Walker:
 
     def _call(self, index: int, op: str, request: Any) -> dict[str, Any] | None:
         from intentref.core.limits import has_lone_surrogate
-        from intentref.suite.properties.targets import (
-            Call,
-            Divergence,
-            call_allowing_refusal,
-            is_bridge_reply,
-        )
+        from intentref.mcp.replies import is_bridge_reply
+        from intentref.suite.properties.case_writer import Call
+        from intentref.suite.properties.differential import Divergence
+        from intentref.suite.properties.targets import call_allowing_refusal
         from intentref.suite.targets.base import RequestDropped
 
         self.tally.calls[op] += 1
@@ -439,7 +427,7 @@ class Walker:
         A released session has its active jobs cancelled and may serve the next walk on the
         same run (D-CNF-002, D-CNF-024): over stdio that saves a server process per session.
         """
-        from intentref.suite.properties.targets import Call
+        from intentref.suite.properties.case_writer import Call
 
         for index in self._open():
             self.calls.append(Call(self.names[index], "close"))
@@ -467,7 +455,7 @@ class Walker:
 
     def _prepare(self) -> None:
         from intentref.suite.generators.reference_replies import catalog_schema
-        from intentref.suite.generators.strategies_impl import plan_request
+        from intentref.suite.generators.requests import plan_request
 
         index = self._session_index()
         name = self.d.choice(self.instances)
@@ -481,7 +469,7 @@ class Walker:
         self.jobs.append(JobModel(reply["jobId"], index, name, plan, "core", reply["stepToken"], reply["payload"]))
 
     def _prepare_malformed(self) -> None:
-        from intentref.suite.generators.strategies_impl import malformed_request
+        from intentref.suite.generators.requests import malformed_request
 
         defect, request = malformed_request(self.d, "prepare", instance=self.d.choice(self.instances), heavy=self.heavy,
                                             objects_only=self.objects_only)
@@ -495,13 +483,8 @@ class Walker:
         return self.d.choice(active) if active else None
 
     def _accept(self, broken: bool = False) -> None:
-        from intentref.suite.generators.strategies_impl import (
-            CANDIDATE_FAULTS,
-            Subject,
-            core_candidate,
-            data_candidate,
-            faults_for,
-        )
+        from intentref.suite.generators.candidates import core_candidate, data_candidate
+        from intentref.suite.generators.faults import CANDIDATE_FAULTS, Subject, faults_for
 
         job = self._active_job()
         if job is None:
@@ -550,7 +533,7 @@ class Walker:
         return bool(reply["kind"] == "result")
 
     def _record(self, job: JobModel, text: str, reply: dict[str, Any]) -> None:
-        from intentref.suite.properties.targets import canonical
+        from intentref.suite.properties.differential import canonical
 
         if len(text) <= MAX_KEPT_TEXT:
             job.used.append((job.token, text, canonical(reply), self._last_wire))
@@ -563,7 +546,7 @@ class Walker:
         self._accept(broken=True)
 
     def _accept_malformed(self) -> None:
-        from intentref.suite.generators.strategies_impl import malformed_request
+        from intentref.suite.generators.requests import malformed_request
 
         job = self._active_job()
         if job is None:
@@ -580,7 +563,7 @@ class Walker:
         return self.d.choice(jobs) if jobs else None
 
     def _replay(self) -> None:
-        from intentref.suite.properties.targets import canonical
+        from intentref.suite.properties.differential import canonical
 
         job = self._used_job()
         if job is None:
@@ -630,8 +613,9 @@ class Walker:
             self._fail("mispredictions", f"a token of no step was answered {reply}")
 
     def _cancel(self) -> None:
-        from intentref.suite.generators.strategies_impl import DETAIL_LIMIT, detail_with_bytes
-        from intentref.suite.properties.targets import canonical
+        from intentref.core.limits import MAX_CANCEL_DETAIL_BYTES as DETAIL_LIMIT
+        from intentref.suite.generators.texts import detail_with_bytes
+        from intentref.suite.properties.differential import canonical
 
         job = self._active_job()
         if job is None:
@@ -652,7 +636,7 @@ class Walker:
         job.stage, job.terminal = None, canonical(reply)
 
     def _cancel_terminal(self) -> None:
-        from intentref.suite.properties.targets import canonical
+        from intentref.suite.properties.differential import canonical
 
         ended = [j for j in self._jobs(active=False) if j.terminal is not None]
         if not ended:
@@ -665,7 +649,7 @@ class Walker:
             self._fail("replay_drifts", f"the terminal reply of {job.id} changed: {canonical(reply):.200}")
 
     def _cancel_malformed(self) -> None:
-        from intentref.suite.generators.strategies_impl import malformed_request
+        from intentref.suite.generators.requests import malformed_request
 
         job = self._active_job()
         if job is None:
@@ -682,7 +666,7 @@ class Walker:
             self._new_session()
 
     def _close(self) -> None:
-        from intentref.suite.properties.targets import Call
+        from intentref.suite.properties.case_writer import Call
 
         if len(self._open()) < 2:
             return
@@ -725,7 +709,7 @@ class _WellFormedSession(CallSession):
         self._inner = inner
 
     def _call(self, op: str, request: Any) -> Reply:
-        from intentref.suite.properties.targets import well_formed_json
+        from intentref.suite.properties.differential import well_formed_json
 
         reply: Reply = getattr(self._inner, op)(request)
         return Reply(well_formed_json(reply.value), reply.text, reply.envelope)

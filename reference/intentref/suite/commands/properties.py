@@ -324,16 +324,10 @@ def campaign(spec: str, seed: int, calls: int, heavy: bool, differential: bool, 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from intentref.suite.commands.fuzz import Walker
-    from intentref.suite.generators.strategies_impl import RandomDraw
-    from intentref.suite.properties.targets import (
-        DifferentialTarget,
-        Tally,
-        catalog_instances,
-        close_runs,
-        make_target,
-        separate_sessions,
-        shared_run,
-    )
+    from intentref.suite.generators.catalog import catalog_instances, separate_sessions
+    from intentref.suite.generators.draw import RandomDraw
+    from intentref.suite.properties.differential import DifferentialTarget
+    from intentref.suite.properties.targets import Tally, close_runs, make_target, shared_run
 
     target: Any = make_target(spec)
     if differential:

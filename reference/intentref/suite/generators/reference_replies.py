@@ -1,42 +1,36 @@
 """Real replies of the reference, for the generators that start from one (fuzz, strategies).
 
-A Bridge of the property catalog (``_property_targets.catalog_instances``) serves the
-draws; it lived at the end of ``_strategies_impl`` until issue 18, which moved it here
-because the catalog itself imports the generators: the generators stay below the catalog
-and this module, which needs both, sits above them (no import circle).
+A Bridge of the property catalog (``catalog.catalog_instances``) serves the draws.  The
+catalog's schemas are generated, so this module, which needs the catalog, sits above the
+other generators (no import circle; issue 18).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
-from intentref.suite.generators.strategies_impl import (
-    CANDIDATE_FAULTS,
-    Draw,
-    Plan,
-    Subject,
-    core_candidate,
-    data_candidate,
-    faults_for,
-    plan_request,
-    sentence,
-    token,
-)
-from intentref.suite.properties.targets import catalog_instances
+from intentref.bridge import create_intent_bridge
+from intentref.intent import Intent
+from intentref.suite.generators.candidates import core_candidate, data_candidate
+from intentref.suite.generators.catalog import catalog_instances
+from intentref.suite.generators.draw import Draw
+from intentref.suite.generators.faults import CANDIDATE_FAULTS, Subject, faults_for
+from intentref.suite.generators.requests import RequestPlan, plan_request
+from intentref.suite.generators.texts import sentence, token
 
-_REFERENCE: dict[str, Any] = {}
+
+@functools.cache
+def _reference_bridge() -> Any:
+    """One in-process reference Bridge serving the property catalog, built on first use."""
+    instances = {name: Intent(config) for name, config in catalog_instances().items()}
+    return create_intent_bridge({"instances": instances})
 
 
 def reference_session() -> Any:
-    """A session of one in-process reference Bridge serving the property catalog (built once)."""
-    if "bridge" not in _REFERENCE:
-        from intentref.bridge import create_intent_bridge
-        from intentref.intent import Intent
-
-        instances = {name: Intent(config) for name, config in catalog_instances().items()}
-        _REFERENCE["bridge"] = create_intent_bridge({"instances": instances})
-    return _REFERENCE["bridge"].connect()
+    """A session of the reference Bridge that serves the property catalog."""
+    return _reference_bridge().connect()
 
 
 def catalog_schema(name: str) -> dict[str, Any]:
@@ -60,7 +54,7 @@ def reference_reply(d: Draw) -> dict[str, Any]:
     return {**reply, **{m: token(d) for m in ("jobId", "stepToken") if m in reply}}
 
 
-def _advance(d: Draw, session: Any, task: dict[str, Any], plan: Plan) -> dict[str, Any]:
+def _advance(d: Draw, session: Any, task: dict[str, Any], plan: RequestPlan) -> dict[str, Any]:
     ids = {"jobId": task["jobId"], "stepToken": task["stepToken"]}
     if d.integer(0, 5) == 0:
         return dict(session.cancel({"jobId": task["jobId"], "outcome": d.choice(["cancelled", "refusal", "incomplete"]),

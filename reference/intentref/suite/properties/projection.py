@@ -28,7 +28,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final
 
-from intentref.suite.generators.strategies_impl import CANDIDATE_FAULTS
+from intentref.core.wire import CANCEL_ENDING_CODES
+from intentref.suite.generators.faults import CANDIDATE_FAULTS
 
 NORMATIVE: Final = "normative"
 REFERENCE: Final = "reference"
@@ -49,7 +50,7 @@ DECIDED_CODES: Final[dict[str, tuple[str, ...]]] = {
 }
 # Candidate faults whose verdict is a reference decision: another implementation may judge
 # such a text differently and still follow the seeds.  Each fault names its decisions where
-# it is registered (``_strategies_impl``); this is that list, read from the registry.
+# it is registered (``intentref.suite.generators.faults``); this is that list, read from the registry.
 FAULT_DECISIONS: Final[dict[str, tuple[str, ...]]] = {
     name: fault.decisions for name, fault in CANDIDATE_FAULTS.items() if fault.decisions
 }
@@ -137,20 +138,20 @@ def classify(context: CallContext, reference: Any, target: Any) -> tuple[str, tu
             decisions += DECIDED_CODES.get(str(error.get("code")), ())
     if context.fault is not None:
         decisions += FAULT_DECISIONS.get(context.fault, ())
-    ours, theirs = error_of(reference), error_of(target)
-    if ours and theirs and ours.get("code") == theirs.get("code") in CANCEL_CODES and ours.get("stage") != theirs.get("stage"):
+    ours, theirs = error_of(reference) or {}, error_of(target) or {}
+    if ours.get("code") == theirs.get("code") in CANCEL_ENDING_CODES and ours.get("stage") != theirs.get("stage"):
         decisions.append("D-BRG-015")  # the stage a cancel reports is the reference's (the job's current one)
     if _has_partial(reference) != _has_partial(target):
         decisions.append("D-ERR-009")  # seed 004: partialResult is optional
     if context.repair_attempts is not None and context.repair_attempts != SEED_REPAIRS and (
-        _judgement(reference) or _judgement(target)
+        is_judgement(reference) or is_judgement(target)
     ):
         decisions += REPAIR_DECISIONS
     unique = tuple(dict.fromkeys(decisions))
     return (REFERENCE, unique) if unique else (NORMATIVE, ())
 
 
-def _judgement(reply: Any) -> bool:
+def is_judgement(reply: Any) -> bool:
     """A repair task or a refused candidate: what the number of repairs decides between."""
     if isinstance(reply, dict) and reply.get("kind") == "task":
         return is_repair(reply)
@@ -158,15 +159,13 @@ def _judgement(reply: Any) -> bool:
     return error is not None and error.get("code") in JUDGEMENT_CODES
 
 
-CANCEL_CODES: Final = ("MODEL_ABORTED", "MODEL_REFUSED", "MODEL_OUTPUT_INCOMPLETE")
-
 
 def _cancel_verdict(reply: Any) -> str:
     """``ended`` (a cancel outcome code), ``refused`` (any other error) or the reply's kind."""
     error = error_of(reply)
     if error is None:
         return str(reply.get("kind")) if isinstance(reply, dict) else "?"
-    return "ended" if error.get("code") in CANCEL_CODES else "refused"
+    return "ended" if error.get("code") in CANCEL_ENDING_CODES else "refused"
 
 
 def _has_partial(reply: Any) -> bool:
