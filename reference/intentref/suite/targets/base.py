@@ -366,9 +366,6 @@ class InProcessTarget(Target):
             self.capabilities = capabilities
         self._factory = bridge_factory
 
-    def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
-        return None
-
     def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run:
         from intentref.core.errors import IntentParseError
         from intentref.intent import Intent
@@ -378,6 +375,3 @@ class InProcessTarget(Target):
             return InProcessRun(self._factory({"instances": built, **bridge_options}))
         except IntentParseError as exc:
             raise ConfigRejected(exc.to_json()) from None
-
-    def close(self) -> None:
-        pass

@@ -63,6 +63,8 @@ ALIVE_CHECK_TIMEOUT: Final = 2.0
 LONE_SURROGATE_WAIT: Final = 3.0
 ERAS: Final = ("2026", "legacy", "auto")
 _CLIENT_MODES: Final = {"2026": "2026-07-28", "legacy": "legacy", "auto": "auto"}  # our name -> Client(mode=...)
+# A pinned era: its name in a message, and the other era, which a server refusing it may speak instead.
+_PINNED: Final = {"2026": ("the 2026-07-28 era", "legacy"), "legacy": ("the initialize handshake", "2026")}
 
 # --------------------------------------------------------------------------- case analysis
 
@@ -314,7 +316,6 @@ class EraChoice:
             raise ValueError(f"era must be one of {', '.join(ERAS)}, got {era!r}")
         self.asked = era
         self.found: str | None = None if era == "auto" else era
-        self.version: str | None = None
         self._lock = threading.Lock()
 
     @property
@@ -327,24 +328,16 @@ class EraChoice:
 
     def learn(self, version: str | None) -> None:
         with self._lock:
-            self.version = version
             if self.found is None:
                 self.found = "legacy" if version in HANDSHAKE_PROTOCOL_VERSIONS else "2026"
 
     def refused(self, said: str) -> str:
         """One line: the pinned era was answered with ``said``, and the option that helps."""
-        if self.asked == "2026":
-            return (f"the server answered the 2026-07-28 era with {said}: it may speak only the initialize "
-                    "handshake; run with --era legacy, or --era auto to negotiate")  # fmt: skip
-        if self.asked == "legacy":
-            return (f"the server answered the initialize handshake with {said}: it may speak only the 2026-07-28 "
-                    "era; run with --era 2026, or --era auto to negotiate")  # fmt: skip
-        return f"the server answered neither server/discover nor initialize: {said}"
-
-    def describe(self) -> str:
         if self.asked == "auto":
-            return f"auto: {self.found} ({self.version})" if self.found else "auto"
-        return self.asked
+            return f"the server answered neither server/discover nor initialize: {said}"
+        named, other = _PINNED[self.asked]
+        return (f"the server answered {named} with {said}: it may speak only {_PINNED[other][0]}; "
+                f"run with --era {other}, or --era auto to negotiate")  # fmt: skip
 
 
 # JSON-RPC error codes that say the connection failed, not that the server refused the call.

@@ -187,8 +187,7 @@ class StdioTarget(Target):
         self.timeout = timeout
         self.startup_timeout = max(3 * timeout, 60.0)  # a cold start imports the whole SDK
         self.env = dict(os.environ) if env is None else env
-        self._display = self.template.display()
-        self.name = name or f"stdio: {self._display}"
+        self.name = name or f"stdio: {self.template.display()}"
         self._portal = EventLoop()
         # fork: the template is the console script's arguments, each process forked from the zygote at
         # zygote_socket, or from one of the target's own started with its first process (D-CNF-006).

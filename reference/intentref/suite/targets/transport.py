@@ -38,11 +38,8 @@ class ProcessInfo:
     returncode: int | None = None
     stderr: bytearray = field(default_factory=bytearray)
 
-    def stderr_text(self) -> str:
-        return self.stderr.decode("utf-8", "replace")
-
     def hint(self) -> str:
-        tail = self.stderr_text().strip().splitlines()[-5:]
+        tail = self.stderr.decode("utf-8", "replace").strip().splitlines()[-5:]
         if self.pid is None:
             status = "the process never started"
         elif self.returncode is None:

@@ -281,13 +281,58 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- the runner's side
+
+
+class Zygote:
+    """The pre-imported parent of the bundled reference's servers (D-CNF-006).
+
+    Started here; ``wait()`` blocks until it is ready (once).  ``socket`` may be handed to
+    other processes (the runner's workers), which fork servers from the same zygote.
+    """
+
+    def __init__(self, startup_timeout: float) -> None:
+        self._dir = tempfile.TemporaryDirectory(prefix="intentref-zygote-")
+        self.socket = os.path.join(self._dir.name, "zygote.sock")
+        self._log = open(os.path.join(self._dir.name, "zygote.log"), "wb")  # noqa: SIM115 -- lives with the zygote
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "intentref.suite.targets.zygote", self.socket],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
+            start_new_session=True,  # a Ctrl-C reaches the runner, which then stops it
+        )  # fmt: skip
+        self._timeout = startup_timeout
+        self._ready = False
+        self._lock = threading.Lock()
+
+    def wait(self) -> None:
+        with self._lock:
+            if self._ready:
+                return
+            assert self.proc.stdout is not None
+            readable, _, _ = select.select([self.proc.stdout], [], [], self._timeout)
+            if readable and self.proc.stdout.readline().decode().strip() == READY:
+                self._ready = True
+                return
+        log = Path(self._log.name).read_text("utf-8", "replace")[-2000:]
+        raise RuntimeError(f"the reference zygote did not start (exit {self.proc.poll()}): {log}")
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()  # end of input: the zygote kills its children and exits
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._log.close()
+        self._dir.cleanup()
+
+
 def _close_fd(fd: int | None) -> None:
     if fd is not None:
         with contextlib.suppress(OSError):
             os.close(fd)
-
-
-# --------------------------------------------------------------------------- the runner's side: forked servers
 
 
 class ForkedProcess:
@@ -310,8 +355,7 @@ class ForkedProcess:
         try:
             sock = await _zygote_connection(socket_path, startup_timeout)
             try:
-                header = json.dumps({"argv": argv, "cwd": os.getcwd()}).encode("utf-8") + b"\n"
-                socket.send_fds(sock, [header], [in_r, out_w, err_w])
+                _ask_for_server(sock, argv, [in_r, out_w, err_w])
             except BaseException:
                 sock.close()
                 raise
@@ -430,6 +474,12 @@ async def _zygote_connection(socket_path: str, startup_timeout: float) -> socket
             raise
 
 
+def _ask_for_server(sock: socket.socket, argv: list[str], fds: list[int]) -> None:
+    """The request the zygote reads (see above): ``argv`` to run in this folder, on ``fds`` as stdin, stdout, stderr."""
+    header = json.dumps({"argv": argv, "cwd": os.getcwd()}).encode("utf-8") + b"\n"
+    socket.send_fds(sock, [header], fds)
+
+
 class ForkedServer:
     """A reference server forked by the zygote for a plain (not stdio) transport: HTTP.
 
@@ -442,8 +492,7 @@ class ForkedServer:
         null = os.open(os.devnull, os.O_RDWR)
         try:
             self._sock = anyio.run(_zygote_connection, socket_path, startup_timeout)
-            header = json.dumps({"argv": argv, "cwd": os.getcwd()}).encode("utf-8") + b"\n"
-            socket.send_fds(self._sock, [header], [null, null, err_w])
+            _ask_for_server(self._sock, argv, [null, null, err_w])
         except BaseException:
             _close_fd(err_r)
             raise
@@ -459,51 +508,6 @@ class ForkedServer:
             self._sock.close()  # the zygote stops a server whose client hung up
         with contextlib.suppress(OSError):
             self.stderr.close()
-
-
-class Zygote:
-    """The pre-imported parent of the bundled reference's servers (D-CNF-006).
-
-    Started here; ``wait()`` blocks until it is ready (once).  ``socket`` may be handed to
-    other processes (the runner's workers), which fork servers from the same zygote.
-    """
-
-    def __init__(self, startup_timeout: float) -> None:
-        self._dir = tempfile.TemporaryDirectory(prefix="intentref-zygote-")
-        self.socket = os.path.join(self._dir.name, "zygote.sock")
-        self._log = open(os.path.join(self._dir.name, "zygote.log"), "wb")  # noqa: SIM115 -- lives with the zygote
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "intentref.suite.targets.zygote", self.socket],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
-            start_new_session=True,  # a Ctrl-C reaches the runner, which then stops it
-        )  # fmt: skip
-        self._timeout = startup_timeout
-        self._ready = False
-        self._lock = threading.Lock()
-
-    def wait(self) -> None:
-        with self._lock:
-            if self._ready:
-                return
-            assert self.proc.stdout is not None
-            readable, _, _ = select.select([self.proc.stdout], [], [], self._timeout)
-            if readable and self.proc.stdout.readline().decode().strip() == READY:
-                self._ready = True
-                return
-        log = Path(self._log.name).read_text("utf-8", "replace")[-2000:]
-        raise RuntimeError(f"the reference zygote did not start (exit {self.proc.poll()}): {log}")
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            assert self.proc.stdin is not None
-            self.proc.stdin.close()  # end of input: the zygote kills its children and exits
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self._log.close()
-        self._dir.cleanup()
 
 
 if __name__ == "__main__":  # pragma: no cover - run as a program
