@@ -16,6 +16,7 @@ and every later one uses what it found (D-CNF-052).
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextlib
 import json
@@ -365,8 +366,8 @@ class ConnectionSession(CallSession):
 
     It remembers the jobs its tasks named and no result has ended: when the run keeps the
     connection for another session, those jobs are cancelled first (a terminal job only
-    repeats its reply), and a
-    cancel that does not end its job is noted in the run's ``left_behind`` (D-CNF-002).
+    repeats its reply), and a cancel that does not end its job is noted in the run's
+    ``left_behind`` (D-CNF-002).
     """
 
     def __init__(self, run: ConnectionRun, connection: Connection) -> None:
@@ -400,14 +401,15 @@ class ConnectionSession(CallSession):
         return problems
 
     def release(self) -> None:
-        if not self._done:
-            self._done = True
-            self._run.released(self, closed=False)
+        self._end(closed=False)
 
     def close(self) -> None:
+        self._end(closed=True)
+
+    def _end(self, closed: bool) -> None:
         if not self._done:
             self._done = True
-            self._run.released(self, closed=True)
+            self._run.released(self, closed)
 
 
 class ConnectionRun(Run):
@@ -420,8 +422,8 @@ class ConnectionRun(Run):
         self._left: list[str] = []
         self._lock = threading.Lock()
 
-    def _new(self) -> Connection:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _new(self) -> Connection: ...
 
     def _keeps(self, connection: Connection, closed: bool) -> bool:
         """Whether a connection a session is done with stays for the next session."""
@@ -467,14 +469,11 @@ class ConnectionRun(Run):
             self._closed_this_case = []
             self._left = []
 
-    def _all(self) -> list[Connection]:
+    def close(self) -> None:
         with self._lock:
             every = [*self._idle, *self._busy, *self._closed_this_case]
             self._idle, self._busy, self._closed_this_case = [], [], []
-        return every
-
-    def close(self) -> None:
-        for connection in self._all():
+        for connection in every:
             connection.close()
 
 

@@ -302,8 +302,7 @@ class StdioTarget(Target):
         while self._warm:
             started = self._warm.popleft()
             started.connection.close()
-            with contextlib.suppress(OSError):
-                os.unlink(started.config)
+            _remove(started.config)
 
     def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run:
         reason = self.unsupported(bridge_options)
@@ -319,8 +318,7 @@ class StdioTarget(Target):
         try:
             return _StdioRun(self, argv, config, connection)
         except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(config)
+            _remove(config)
             raise
 
     def close(self) -> None:
@@ -336,6 +334,11 @@ class StdioTarget(Target):
 
 def _run_key(instances: dict[str, Any], options: dict[str, Any]) -> str:
     return dumps_wire([instances, options])
+
+
+def _remove(config: str) -> None:
+    with contextlib.suppress(OSError):  # the target's own folder goes as a whole when it closes
+        os.unlink(config)
 
 
 class _StdioRun(ConnectionRun):
@@ -354,7 +357,6 @@ class _StdioRun(ConnectionRun):
 
     def close(self) -> None:
         super().close()
-        with contextlib.suppress(OSError):
-            os.unlink(self._config)
+        _remove(self._config)
 
 
