@@ -3,7 +3,7 @@
 ``McpModelTarget`` models an MCP server faithfully enough for the envelope cases: the
 reference's own ``call_intent_tool`` and ``tool_result`` build each CallToolResult, which is
 then serialised and read back as a client would read it off the wire.  It is no substitute
-for the real MCP targets (``mcp_targets``); it lets the envelope cases run against a
+for the real MCP targets (``mcp_stdio``, ``mcp_http``); it lets the envelope cases run against a
 deliberately wrong envelope (``invert_is_error``, the fault ``is_error_wrong``) in-process,
 and shows that the same model with a correct envelope passes them.
 """
@@ -71,7 +71,7 @@ class McpModelRun(Run):
 class McpModelTarget(Target):
     """The reference behind the reference MCP tool layer, without a process or a socket.
 
-    Not a substitute for the real MCP targets (``mcp_targets``): it exists so the envelope
+    Not a substitute for the real MCP targets (``mcp_stdio``, ``mcp_http``): it exists so the envelope
     cases can be run against a deliberately wrong envelope in-process, and so a test can
     show that the same model with a correct envelope passes them.
     """
