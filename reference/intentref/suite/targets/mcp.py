@@ -47,6 +47,7 @@ from intentref.suite.targets.base import (
     Run,
     ServerExited,
     Session,
+    Target,
     TargetCannotStart,
     TargetUnsupported,
 )
@@ -128,22 +129,21 @@ class Connection:
     """One MCP client connection, held open by a task on the portal's event loop.
 
     Construction starts it; ``wait()`` blocks until the server has answered (or raises
-    why it did not), so a target can start connections ahead of need (prefetch).  ``era``
-    is the target's ``EraChoice``: it gives the Client mode and learns what ``auto`` found.
+    why it did not), so a target can start connections ahead of need (prefetch).  The
+    target's ``era`` gives the Client mode and learns what ``auto`` found.
     """
 
-    def __init__(self, portal: BlockingPortal, make_transport: Callable[[], Any], era: EraChoice, timeout: float,
-                 startup_timeout: float, info: ProcessInfo | None = None, wait: bool = True,
-                 address: str = "", dropped: DroppedRequests | None = None) -> None:  # fmt: skip
-        self._portal = portal
+    def __init__(self, target: McpTarget, make_transport: Callable[[], Any], startup_timeout: float,
+                 info: ProcessInfo | None = None, wait: bool = True, address: str = "") -> None:  # fmt: skip
+        self._portal = portal = target.loop.get()
         self.address = address  # where an HTTP server should answer, for the message when none does
         self._make_transport = make_transport
-        self._era = era
-        self._mode = era.mode()
-        self.timeout = timeout
+        self._era = target.era
+        self._mode = target.era.mode()
+        self.timeout = target.timeout
         self.info = info
         self.broken: str | None = None
-        self._dropped = dropped if dropped is not None else DroppedRequests()
+        self._dropped = target.dropped
         self._stop: anyio.Event | None = None
         self._client: Client | None = None
         self._ready = threading.Event()  # set once connected, or once the attempt is over
@@ -477,7 +477,26 @@ class ConnectionRun(Run):
             connection.close()
 
 
-# --------------------------------------------------------------------------- the event loop
+# --------------------------------------------------------------------------- the targets' common part
+
+
+class McpTarget(Target):
+    """What the MCP targets share: an era, a timeout, the event loop of their connections, and what
+    they learnt of requests their server leaves unanswered (D-CNF-053)."""
+
+    transport = "mcp"
+
+    def __init__(self, era: str, timeout: float) -> None:
+        self.era = EraChoice(era)
+        self.timeout = timeout
+        self.dropped = DroppedRequests()
+        self.loop = EventLoop()
+
+    def era_in_force(self) -> str:
+        return self.era.era
+
+    def close(self) -> None:
+        self.loop.close()
 
 
 class EventLoop:

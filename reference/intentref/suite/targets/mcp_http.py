@@ -31,7 +31,6 @@ from intentref.suite.targets.base import (
     REFERENCE_CAPABILITIES,
     Run,
     Session,
-    Target,
     TargetUnsupported,
     load_instances,
 )
@@ -41,9 +40,7 @@ from intentref.suite.targets.mcp import (
     Connection,
     ConnectionRun,
     ConnectionSession,
-    DroppedRequests,
-    EraChoice,
-    EventLoop,
+    McpTarget,
     connections_of,
 )
 from intentref.suite.targets.mcp_stdio import reference_program
@@ -59,7 +56,7 @@ HTTP_LANES: Final = OWN_RUNS_AT_ONCE + 1
 # --------------------------------------------------------------------------- streamable HTTP
 
 
-class HttpTarget(Target):
+class HttpTarget(McpTarget):
     """A server already listening on streamable HTTP; its configuration is its own.
 
     The server must serve ``conformance/instances.json`` (``http-reference`` starts the
@@ -69,7 +66,6 @@ class HttpTarget(Target):
     workers each open their own sessions, so cases run side by side.
     """
 
-    transport = "mcp"
     # Its instances are the server's own: the CLI checks it serves the suite's first (D-CNF-013).
     configured_elsewhere = True
     # A case over streamable HTTP spends most of its time waiting on request round trips, so
@@ -77,12 +73,9 @@ class HttpTarget(Target):
     long_lived_lanes = HTTP_LANES
 
     def __init__(self, url: str, era: str = "auto", timeout: float = DEFAULT_TIMEOUT, name: str | None = None) -> None:
-        self.era = EraChoice(era)
+        super().__init__(era, timeout)
         self.url = url
-        self.timeout = timeout
         self.name = name or f"http: {url}"
-        self.dropped = DroppedRequests()
-        self._portal = EventLoop()
         self._keep_alive: HttpKeepAlive | None = None
         self._probe_lock = threading.Lock()
 
@@ -101,9 +94,6 @@ class HttpTarget(Target):
         """The era in force, negotiated now with one connection when it is ``auto``."""
         if self.era.found is None:
             self.connection().close()
-        return self.era.era
-
-    def era_in_force(self) -> str:
         return self.era.era
 
     @property
@@ -130,17 +120,13 @@ class HttpTarget(Target):
         def transport() -> Any:
             return _http_transport(self.url, self.timeout, keep_alive)
 
-        return Connection(self._portal.get(), transport, self.era, self.timeout, max(3 * self.timeout, 30.0),
-                          address=self.url, dropped=self.dropped)  # fmt: skip
+        return Connection(self, transport, max(3 * self.timeout, 30.0), address=self.url)
 
     def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run:
         reason = self.unsupported(bridge_options)
         if reason is not None:
             raise TargetUnsupported(reason)
         return _HttpRun(self)
-
-    def close(self) -> None:
-        self._portal.close()
 
 
 class _HttpRun(ConnectionRun):

@@ -32,17 +32,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from intentref.suite.execution.runner import OWN_RUNS_AT_ONCE
-from intentref.suite.targets.base import REFERENCE_CAPABILITIES, PlannedRun, Run, Target, TargetUnsupported
+from intentref.suite.targets.base import REFERENCE_CAPABILITIES, PlannedRun, Run, TargetUnsupported
 from intentref.suite.targets.harness import dumps_wire
-from intentref.suite.targets.mcp import (
-    DEFAULT_TIMEOUT,
-    Connection,
-    ConnectionRun,
-    DroppedRequests,
-    EraChoice,
-    EventLoop,
-    connections_of,
-)
+from intentref.suite.targets.mcp import DEFAULT_TIMEOUT, Connection, ConnectionRun, McpTarget, connections_of
 from intentref.suite.targets.transport import ProcessInfo, ServerProcess, SpawnedProcess, stdio_transport
 from intentref.suite.targets.zygote import ForkedProcess, Zygote
 
@@ -160,14 +152,13 @@ class _Started:
     connection: Connection
 
 
-class StdioTarget(Target):
+class StdioTarget(McpTarget):
     """An MCP server spawned over stdio, driven by the SDK Client in one era.
 
     ``command`` is a template (see :class:`CommandTemplate`); ``"{config}"`` becomes the
     path of a ``{"instances": ...}`` file written for the run.
     """
 
-    transport = "mcp"
     long_lived_runs = True  # a run is a process start: keep runs, merge configurations (D-CNF-050)
 
     def __init__(
@@ -180,15 +171,13 @@ class StdioTarget(Target):
         fork: bool = False,
         zygote_socket: str | None = None,
     ) -> None:
-        self.era = EraChoice(era)
+        super().__init__(era, timeout)
         self.template = command if isinstance(command, CommandTemplate) else CommandTemplate.parse(command)
         if "config" not in self.template.placeholders():
             raise ValueError("the server command must contain {config}, the path of the instances file")
-        self.timeout = timeout
         self.startup_timeout = max(3 * timeout, 60.0)  # a cold start imports the whole SDK
         self.env = dict(os.environ) if env is None else env
         self.name = name or f"stdio: {self.template.display()}"
-        self._portal = EventLoop()
         # fork: the template is the console script's arguments, each process forked from the zygote at
         # zygote_socket, or from one of the target's own started with its first process (D-CNF-006).
         self._fork = fork
@@ -197,7 +186,6 @@ class StdioTarget(Target):
         self._dir = tempfile.TemporaryDirectory(prefix="intentref-stdio-")
         self._runs = 0
         self.prefetch = PREFETCH
-        self.dropped = DroppedRequests()
         self._lock = threading.Lock()  # open() is called from the runner's threads
         self._planned: collections.deque[tuple[str, dict[str, Any], dict[str, Any]]] = collections.deque()
         self._warm: collections.deque[_Started] = collections.deque()
@@ -217,9 +205,6 @@ class StdioTarget(Target):
                      fork=fork, zygote_socket=zygote_socket if fork else None)  # fmt: skip
         target.capabilities = REFERENCE_CAPABILITIES  # D-CNF-030: what the bundled CLI takes
         return target
-
-    def era_in_force(self) -> str:
-        return self.era.era
 
     def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
         return self.template.unsupported(bridge_options)
@@ -259,8 +244,7 @@ class StdioTarget(Target):
                 return await ForkedProcess.start(socket_path, argv, startup)
             return await SpawnedProcess.start(argv, env)
 
-        return Connection(self._portal.get(), lambda: stdio_transport(info, start), self.era, self.timeout,
-                          self.startup_timeout, info, wait=wait, dropped=self.dropped)  # fmt: skip
+        return Connection(self, lambda: stdio_transport(info, start), self.startup_timeout, info, wait=wait)
 
     # --- prefetch: the runner says which runs of their own come next ---------------------
 
@@ -325,7 +309,7 @@ class StdioTarget(Target):
         with self._lock:
             self._planned.clear()
             self._discard_warm()
-        self._portal.close()
+        super().close()
         if self._zygote is not None:
             self._zygote.close()
             self._zygote = None
