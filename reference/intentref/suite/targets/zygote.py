@@ -383,19 +383,26 @@ class ForkedProcess:
         self._pending = rest
         return line
 
+    def _receive(self) -> bool | None:
+        """Add what the zygote sent to ``_pending``: True if it sent something, None if nothing is there
+        yet, False once it hung up."""
+        try:
+            chunk = self._sock.recv(64)
+        except BlockingIOError:
+            return None
+        except OSError:
+            return False
+        self._pending += chunk
+        return bool(chunk)
+
     async def _line(self) -> bytes:
         """The next line from the zygote (the pid, then the exit status); b"" if it hung up."""
         while (line := self._take_line()) is None:
-            try:
-                chunk = self._sock.recv(64)
-            except BlockingIOError:
+            received = self._receive()
+            if received is None:
                 await anyio.wait_readable(self._sock)
-                continue
-            except OSError:
+            elif not received:
                 return b""
-            if not chunk:
-                return b""
-            self._pending += chunk
         return line
 
     @property
@@ -407,16 +414,9 @@ class ForkedProcess:
     def _poll(self) -> None:
         line = self._take_line()
         if line is None:
-            try:
-                data = self._sock.recv(64)
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError:
-                data = b""
-            if not data:  # the zygote hung up without a status
+            if self._receive() is False:  # the zygote hung up without a status
                 self._returncode = -1
                 return
-            self._pending += data
             line = self._take_line()
         if line is not None:
             self._returncode = int(line) if line.strip() else -1
