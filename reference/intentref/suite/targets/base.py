@@ -23,6 +23,10 @@ from intentref._paths import data_dir
 REPAIR_ATTEMPTS: Final = "instance.repairAttempts"
 # What the bundled reference takes, whatever its transport.
 REFERENCE_CAPABILITIES: Final = frozenset({REPAIR_ATTEMPTS})
+# Seconds a target waits for one answer unless told otherwise (--timeout).
+DEFAULT_TIMEOUT: Final = 10.0
+# Bytes of a server's (or harness's) stderr kept for the messages that quote its last lines.
+STDERR_TAIL: Final = 64 * 1024
 
 
 class TargetUnsupported(Exception):

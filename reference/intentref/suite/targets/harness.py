@@ -31,6 +31,8 @@ from typing import Any, Final
 
 from intentref.mcp.replies import is_bridge_reply
 from intentref.suite.targets.base import (
+    DEFAULT_TIMEOUT,
+    STDERR_TAIL,
     CallSession,
     ConfigRejected,
     Reply,
@@ -43,9 +45,7 @@ from intentref.suite.targets.base import (
     load_instances,
 )
 
-DEFAULT_TIMEOUT: Final = 10.0
 _LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
-_STDERR_TAIL: Final = 64 * 1024
 # The members an answer carries (conformance/harness.schema.json): each one's check, and its form for a message.
 _MEMBERS: Final[dict[str, tuple[Callable[[Any], bool], str]]] = {
     "ok": (lambda v: v is True, '{"ok": true}'),
@@ -109,7 +109,7 @@ class LineChild:
         # read1: whatever is there, so a chatty harness's stderr never blocks it.
         for chunk in iter(lambda: self.proc.stderr.read1(4096) if self.proc.stderr else b"", b""):  # type: ignore[attr-defined]
             self._stderr += chunk
-            del self._stderr[:-_STDERR_TAIL]
+            del self._stderr[:-STDERR_TAIL]
 
     @property
     def stderr(self) -> str:

@@ -54,7 +54,6 @@ from intentref.suite.targets.base import (
 from intentref.suite.targets.harness import dumps_wire
 from intentref.suite.targets.transport import CLOSE_GRACE, ProcessInfo
 
-DEFAULT_TIMEOUT: Final = 10.0
 # Seconds a server that broke off its start-up gets to be reaped, so its exit status can be
 # shown; a process that never existed is not waited for at all.
 PROCESS_REAP_WAIT: Final = 3.0

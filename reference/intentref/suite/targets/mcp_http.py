@@ -28,6 +28,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from intentref.suite.execution.runner import OWN_RUNS_AT_ONCE
 from intentref.suite.targets.base import (
+    DEFAULT_TIMEOUT,
     REFERENCE_CAPABILITIES,
     Run,
     Session,
@@ -36,7 +37,6 @@ from intentref.suite.targets.base import (
 )
 from intentref.suite.targets.harness import dumps_wire
 from intentref.suite.targets.mcp import (
-    DEFAULT_TIMEOUT,
     Connection,
     ConnectionRun,
     ConnectionSession,

@@ -32,9 +32,15 @@ from pathlib import Path
 from typing import Any, Final
 
 from intentref.suite.execution.runner import OWN_RUNS_AT_ONCE
-from intentref.suite.targets.base import REFERENCE_CAPABILITIES, PlannedRun, Run, TargetUnsupported
+from intentref.suite.targets.base import (
+    DEFAULT_TIMEOUT,
+    REFERENCE_CAPABILITIES,
+    PlannedRun,
+    Run,
+    TargetUnsupported,
+)
 from intentref.suite.targets.harness import dumps_wire
-from intentref.suite.targets.mcp import DEFAULT_TIMEOUT, Connection, ConnectionRun, McpTarget, connections_of
+from intentref.suite.targets.mcp import Connection, ConnectionRun, McpTarget, connections_of
 from intentref.suite.targets.transport import ProcessInfo, ServerProcess, SpawnedProcess, stdio_transport
 from intentref.suite.targets.zygote import ForkedProcess, Zygote
 

@@ -23,9 +23,9 @@ import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
+from intentref.suite.targets.base import STDERR_TAIL
 from intentref.suite.targets.harness import dumps_wire
 
-_STDERR_TAIL: Final = 64 * 1024
 CLOSE_GRACE: Final = 2.0  # seconds a server gets after its stdin closes (then SIGTERM, then SIGKILL)
 
 
@@ -163,7 +163,7 @@ async def stdio_transport(info: ProcessInfo, start: Callable[[], Awaitable[Serve
     async def read_stderr() -> None:
         async for chunk in process.stderr():
             info.stderr += chunk
-            del info.stderr[:-_STDERR_TAIL]
+            del info.stderr[:-STDERR_TAIL]
 
     async def watch() -> None:
         await process.watch()
