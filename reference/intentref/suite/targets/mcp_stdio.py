@@ -204,7 +204,8 @@ class StdioTarget(McpTarget):
         ``fork`` (the default) forks each server process from a pre-imported zygote instead
         of starting the console script cold: same code, same pipes, a fraction of the
         start-up (D-CNF-006).  ``zygote_socket`` names a zygote another process started
-        (the runner's workers share one); without it the target starts its own.
+        (the runner's workers share one); without it the target starts its own with its first
+        server process, so a target built only to plan cases starts none.
         """
         template = CommandTemplate.parse(REFERENCE_ARGS, prefix=() if fork else reference_program())
         target = cls(template, era, timeout, name=f"reference over stdio ({'forked' if fork else 'cold start'})",
