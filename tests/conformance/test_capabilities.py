@@ -17,7 +17,7 @@ from intentref.suite.cases.fixtures import Case
 from intentref.suite.cases.script import FAILED, PASSED, UNSUPPORTED
 from intentref.suite.execution.runner import execute
 from intentref.suite.targets.base import ConfigRejected, InProcessTarget, Run, load_instances
-from intentref.suite.targets.mcp import StdioTarget, reference_program
+from intentref.suite.targets.mcp_stdio import StdioTarget, reference_program
 
 _NOT_JSON = "not a JSON candidate"
 _JOB0 = {"jobId": {"$reply": 0, "pointer": "/jobId"}, "stepToken": {"$reply": 0, "pointer": "/stepToken"}}

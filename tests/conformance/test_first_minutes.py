@@ -31,7 +31,8 @@ from intentref.suite.execution.runner import execute
 from intentref.suite.reports import conformance as reports
 from intentref.suite.reports import model
 from intentref.suite.targets.base import InProcessTarget, load_instances
-from intentref.suite.targets.mcp import PLACEHOLDERS, HttpReference
+from intentref.suite.targets.mcp_http import HttpReference
+from intentref.suite.targets.mcp_stdio import PLACEHOLDERS
 from intentref.suite.targets.transport import ProcessInfo
 
 INTENTREF = str(Path(sys.executable).with_name("intentref"))
@@ -175,7 +176,7 @@ def test_a_server_that_exits_with_a_cases_own_configuration_is_that_cases_outcom
         sys.exit(subprocess.call([sys.argv[1], *sys.argv[2:]]))
     """), "utf-8")  # fmt: skip
     from intentref.suite.cases.capabilities import REFERENCE_CAPABILITIES
-    from intentref.suite.targets.mcp import StdioTarget, reference_program
+    from intentref.suite.targets.mcp_stdio import StdioTarget, reference_program
 
     target = StdioTarget(f"{sys.executable} {server} {reference_program()[0]} --config {{config}}")
     # The wrapped server is the reference: declared, so no probe (D-CNF-030) meets the refusal.

@@ -18,8 +18,13 @@ from pathlib import Path
 import pytest
 
 from intentref.suite.targets.base import load_instances
-from intentref.suite.targets.mcp import HttpReference, HttpTarget
-from intentref.suite.targets.transport import HELD_BACK_SECONDS, PROBE_TIMEOUT, probe_connections
+from intentref.suite.targets.mcp_http import (
+    HELD_BACK_SECONDS,
+    PROBE_TIMEOUT,
+    HttpReference,
+    HttpTarget,
+    probe_keep_alive,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 EMBEDDED = ROOT / "tests" / "outside" / "embedded_http_server.py"
@@ -45,7 +50,7 @@ def embedded_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def test_a_server_holding_replies_back_gets_a_connection_per_request(embedded_url: str) -> None:
     """spec: D-CNF-056 -- about 40 ms a reply on a kept-alive connection: found, said, and avoided."""
-    connections = probe_connections(embedded_url, timeout=10)
+    connections = probe_keep_alive(embedded_url, timeout=10)
     assert not connections.keep_alive
     assert connections.held_back >= HELD_BACK_SECONDS
     finding = connections.finding()
@@ -54,7 +59,7 @@ def test_a_server_holding_replies_back_gets_a_connection_per_request(embedded_ur
     try:
         found = target.findings()
         assert len(found) == 1 and found[0].startswith("the server held each reply on a kept-alive connection")
-        assert not target.connections().keep_alive
+        assert not target.keep_alive().keep_alive
     finally:
         target.close()
 
@@ -80,7 +85,7 @@ def test_the_reference_server_keeps_its_connections() -> None:
     """spec: D-CNF-056, D-MCP-029 -- a server that sends at once is connected to as hosts connect."""
     server = HttpReference(load_instances())
     try:
-        connections = probe_connections(server.url, timeout=10)
+        connections = probe_keep_alive(server.url, timeout=10)
         assert connections.keep_alive, connections
         assert connections.finding() is None
         target = HttpTarget(server.url)
@@ -97,7 +102,7 @@ def test_a_server_that_cannot_be_reached_is_left_to_the_first_connection() -> No
     with socket.socket() as unused:
         unused.bind(("127.0.0.1", 0))
         port = unused.getsockname()[1]
-    connections = probe_connections(f"http://127.0.0.1:{port}/mcp", timeout=2)
+    connections = probe_keep_alive(f"http://127.0.0.1:{port}/mcp", timeout=2)
     assert connections.keep_alive and connections.held_back == 0.0
 
 
@@ -105,7 +110,7 @@ def test_a_server_that_leaves_the_ping_unanswered_costs_one_short_wait() -> None
     """spec: D-CNF-056 -- a listener that never replies holds the probe up for PROBE_TIMEOUT, not --timeout."""
     with socket.create_server(("127.0.0.1", 0)) as silent:  # connections complete in its backlog, unanswered
         started = time.monotonic()
-        connections = probe_connections(f"http://127.0.0.1:{silent.getsockname()[1]}/mcp", timeout=60)
+        connections = probe_keep_alive(f"http://127.0.0.1:{silent.getsockname()[1]}/mcp", timeout=60)
         waited = time.monotonic() - started
     assert connections.keep_alive and connections.held_back == 0.0
     assert PROBE_TIMEOUT <= waited < 60

@@ -15,8 +15,8 @@ import pytest
 
 from intentref.suite.cases.fixtures import load_cases
 from intentref.suite.execution import workers
-from intentref.suite.targets import mcp as mcp_targets
 from intentref.suite.targets import registry
+from intentref.suite.targets.mcp_http import HttpTarget
 
 
 def _verdicts(era: str, jobs: int) -> dict[str, tuple[str, int | None]]:
@@ -26,9 +26,9 @@ def _verdicts(era: str, jobs: int) -> dict[str, tuple[str, int | None]]:
 
 @pytest.mark.parametrize(("era", "jobs"), [("legacy", 1), ("2026", 2)])
 def test_every_case_has_the_same_verdict_on_several_lanes_as_on_one(era: str, jobs: int, monkeypatch: Any) -> None:
-    assert mcp_targets.HttpTarget.long_lived_lanes > 1  # the default runs cases side by side
+    assert HttpTarget.long_lived_lanes > 1  # the default runs cases side by side
     side_by_side = _verdicts(era, jobs)
-    monkeypatch.setattr(mcp_targets.HttpTarget, "long_lived_lanes", 1)  # forked workers inherit it
+    monkeypatch.setattr(HttpTarget, "long_lived_lanes", 1)  # forked workers inherit it
     one_at_a_time = _verdicts(era, jobs)
     assert len(side_by_side) == len(load_cases())
     assert sum(1 for outcome, _ in side_by_side.values() if outcome == "passed") > 400  # the cases really ran

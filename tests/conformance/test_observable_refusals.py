@@ -21,7 +21,7 @@ import pytest
 from intentref.suite.cases.fixtures import load_cases
 from intentref.suite.cases.script import ERRORED, FAILED, PASSED
 from intentref.suite.execution.runner import execute
-from intentref.suite.targets.mcp import StdioTarget
+from intentref.suite.targets.mcp_stdio import StdioTarget
 
 SCRIPTED_SERVER = Path(__file__).with_name("scripted_server.py")
 

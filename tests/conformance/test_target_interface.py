@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from intentref.suite.targets.base import InProcessTarget, Run, Session, Target, load_instances
-from intentref.suite.targets.mcp import HttpTarget, StdioTarget
+from intentref.suite.targets.mcp_http import HttpTarget
+from intentref.suite.targets.mcp_stdio import StdioTarget
 from intentref.suite.targets.registry import as_target
 
 SUITE = pathlib.Path(__file__).resolve().parents[2] / "reference" / "intentref" / "suite"
@@ -112,7 +113,7 @@ def test_a_duck_typed_target_gets_the_defaults() -> None:
 
 
 def test_a_warm_server_is_a_named_record_taken_by_its_configuration() -> None:
-    from intentref.suite.targets.mcp import _run_key, _Started
+    from intentref.suite.targets.mcp_stdio import _run_key, _Started
 
     assert [f.name for f in dataclasses.fields(_Started)] == ["key", "config", "argv", "connection"]
     target = StdioTarget.reference(era="legacy")

@@ -31,7 +31,8 @@ from intentref.suite.execution.runner import execute
 from intentref.suite.targets import mcp as mcp_targets
 from intentref.suite.targets.base import InProcessTarget, load_instances
 from intentref.suite.targets.harness import HarnessTarget, dumps_wire
-from intentref.suite.targets.mcp import CommandTemplate, HttpReference, HttpTarget, StdioTarget
+from intentref.suite.targets.mcp_http import HttpReference, HttpTarget
+from intentref.suite.targets.mcp_stdio import CommandTemplate, StdioTarget
 
 Outcomes = dict[str, CaseOutcome]
 
@@ -200,7 +201,7 @@ def test_dumps_wire_writes_lone_surrogates_as_escapes() -> None:
 def test_a_json_body_carries_one_content_type_however_the_caller_spells_it() -> None:
     # spec: D-CNF-005 -- the SDK names it "content-type"; a second "Content-Type" went out as
     # "application/json, application/json", which the TypeScript SDK's server refuses (415).
-    from intentref.suite.targets.transport import WireHttpClient
+    from intentref.suite.targets.mcp_http import WireHttpClient
 
     client = WireHttpClient()
     for given in ({"content-type": "application/json"}, {"Content-Type": "application/json"}, {}, None):

@@ -14,6 +14,7 @@ import json
 import subprocess
 from pathlib import Path
 
+from intentref.core.wire import ACCEPT_TOOL, CANCEL_TOOL, PREPARE_TOOL, TOOL_NAMES
 from mcp_support import CONFIG, ORDER_INPUT, ORDER_RESULT_DATA, script, script_env
 
 NODE_DIR = Path(__file__).resolve().parents[1] / "node"
@@ -67,17 +68,17 @@ def test_typescript_sdk_client_runs_the_seed_order_flow(tmp_path: Path) -> None:
     assert summary["hasInstructions"] is True
 
     # tools/list as the TS SDK parsed it (spec: R-BRG-003, R-BRG-004, R-BRG-005).
-    assert summary["tools"] == ["intent_prepare", "intent_accept", "intent_cancel"]
+    assert summary["tools"] == list(TOOL_NAMES)
     assert summary["inputSchemas"] == {
-        "intent_prepare": {
+        PREPARE_TOOL: {
             "required": ["instance", "input"],
             "properties": ["instance", "input", "context", "fields"],
         },
-        "intent_accept": {
+        ACCEPT_TOOL: {
             "required": ["jobId", "stepToken", "candidateText"],
             "properties": ["jobId", "stepToken", "candidateText"],
         },
-        "intent_cancel": {"required": ["jobId"], "properties": ["jobId", "outcome", "detail"]},
+        CANCEL_TOOL: {"required": ["jobId"], "properties": ["jobId", "outcome", "detail"]},
     }
 
     # Seed 000's order flow, every envelope checked on the JS side (spec: R-ENV-001..R-ENV-003).

@@ -483,7 +483,7 @@ def shared_resources(works: Sequence[Work]) -> Any:
     if not wanted:
         yield
         return
-    from intentref.suite.targets.transport import Zygote
+    from intentref.suite.targets.zygote import Zygote
 
     zygote = Zygote(max(3 * max(work.spec.timeout for work in wanted), 60.0))
     try:

@@ -22,7 +22,7 @@ import importlib
 import sys
 from typing import Final
 
-from intentref.suite.targets.zygote import Zygote, become_child
+from intentref.suite.targets.zygote import ForkServer, become_child
 
 _PRELOADED: Final = (
     "intentref.suite.host.serve",
@@ -44,7 +44,7 @@ def _serve_child(argv: list[str], cwd: str, fds: list[int]) -> None:
     become_child(cwd, fds, serve)
 
 
-class ServeForkServer(Zygote):
+class ServeForkServer(ForkServer):
     """The conformance zygote's protocol; only the child differs: it runs the judge's server."""
 
     def run_child(self, argv: list[str], cwd: str, fds: list[int]) -> None:

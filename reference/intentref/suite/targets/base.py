@@ -23,6 +23,10 @@ from intentref._paths import data_dir
 REPAIR_ATTEMPTS: Final = "instance.repairAttempts"
 # What the bundled reference takes, whatever its transport.
 REFERENCE_CAPABILITIES: Final = frozenset({REPAIR_ATTEMPTS})
+# Seconds a target waits for one answer unless told otherwise (--timeout).
+DEFAULT_TIMEOUT: Final = 10.0
+# Bytes of a server's (or harness's) stderr kept for the messages that quote its last lines.
+STDERR_TAIL: Final = 64 * 1024
 
 
 class TargetUnsupported(Exception):
@@ -366,9 +370,6 @@ class InProcessTarget(Target):
             self.capabilities = capabilities
         self._factory = bridge_factory
 
-    def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
-        return None
-
     def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run:
         from intentref.core.errors import IntentParseError
         from intentref.intent import Intent
@@ -378,6 +379,3 @@ class InProcessTarget(Target):
             return InProcessRun(self._factory({"instances": built, **bridge_options}))
         except IntentParseError as exc:
             raise ConfigRejected(exc.to_json()) from None
-
-    def close(self) -> None:
-        pass

@@ -31,6 +31,8 @@ from typing import Any, Final
 
 from intentref.mcp.replies import is_bridge_reply
 from intentref.suite.targets.base import (
+    DEFAULT_TIMEOUT,
+    STDERR_TAIL,
     CallSession,
     ConfigRejected,
     Reply,
@@ -43,9 +45,13 @@ from intentref.suite.targets.base import (
     load_instances,
 )
 
-DEFAULT_TIMEOUT: Final = 10.0
 _LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
-_STDERR_TAIL: Final = 64 * 1024
+# The members an answer carries (conformance/harness.schema.json): each one's check, and its form for a message.
+_MEMBERS: Final[dict[str, tuple[Callable[[Any], bool], str]]] = {
+    "ok": (lambda v: v is True, '{"ok": true}'),
+    "session": (lambda v: isinstance(v, str) and v != "", '{"session": id}'),
+    "reply": (lambda v: isinstance(v, dict), '{"reply": BridgeReply}'),
+}
 
 
 def dumps_wire(value: Any) -> str:
@@ -103,7 +109,7 @@ class LineChild:
         # read1: whatever is there, so a chatty harness's stderr never blocks it.
         for chunk in iter(lambda: self.proc.stderr.read1(4096) if self.proc.stderr else b"", b""):  # type: ignore[attr-defined]
             self._stderr += chunk
-            del self._stderr[:-_STDERR_TAIL]
+            del self._stderr[:-STDERR_TAIL]
 
     @property
     def stderr(self) -> str:
@@ -158,9 +164,10 @@ class LineChild:
             raise HarnessBroken("error", f"the harness reported an internal error on {op}: {response['error']}")
         return response
 
-    def member(self, response: dict[str, Any], name: str, check: Callable[[Any], bool], what: str) -> Any:
+    def member(self, response: dict[str, Any], name: str, what: str | None = None) -> Any:
+        check, shown = _MEMBERS[name]
         if name not in response or not check(response[name]):
-            raise self._fail("shape", f"expected {what}, got {dumps_wire(response)[:300]}")
+            raise self._fail("shape", f"expected {what or shown}, got {dumps_wire(response)[:300]}")
         return response[name]
 
     def close(self) -> None:
@@ -180,7 +187,6 @@ class LineChild:
                 self.proc.wait()
 
 
-
 class _HarnessSession(CallSession):
     def __init__(self, child: LineChild, session_id: str) -> None:
         self._child = child
@@ -188,8 +194,7 @@ class _HarnessSession(CallSession):
 
     def _call(self, op: str, request: Any) -> Reply:
         response = self._child.request(op, session=self._id, request=request)
-        return Reply(self._child.member(response, "reply", lambda v: isinstance(v, dict), '{"reply": BridgeReply}'))
-
+        return Reply(self._child.member(response, "reply"))
 
     def close(self) -> None:
         self._child.request("close", session=self._id)
@@ -202,7 +207,7 @@ class _HarnessRun(Run):
 
     def connect(self) -> Session:
         response = self._child.request("connect")
-        session = self._child.member(response, "session", lambda v: isinstance(v, str) and v != "", '{"session": id}')
+        session = self._child.member(response, "session")
         return _HarnessSession(self._child, session)
 
     def close(self) -> None:
@@ -210,7 +215,10 @@ class _HarnessRun(Run):
 
 
 class HarnessTarget(Target):
-    """An implementation behind the JSON-lines harness protocol (``conformance/harness.schema.json``)."""
+    """An implementation behind the JSON-lines harness protocol (``conformance/harness.schema.json``).
+
+    Every Bridge option goes to the harness, which refuses one it cannot take in its answer to configure.
+    """
 
     transport = "harness"
 
@@ -222,9 +230,6 @@ class HarnessTarget(Target):
         self.name = name or f"harness: {shlex.join(self.argv)}"
         self._idle: list[LineChild] = []
         self._lock = threading.Lock()
-
-    def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
-        return None  # the harness says so itself, in its answer to configure
 
     def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run:
         with self._lock:
@@ -292,47 +297,43 @@ def smoke(command: str | Sequence[str], timeout: float = DEFAULT_TIMEOUT, say: C
             notes.append(f"the implementation refused the suite's instances: {dumps_wire(response['configError'])[:200]}")
             say("  ✓ configure answered (with a configError)")
         else:
-            child.member(response, "ok", lambda v: v is True, '{"ok": true} or {"configError": ...}')
+            child.member(response, "ok", '{"ok": true} or {"configError": ...}')
             say("  ✓ configure")
             response = child.request("connect")
-            session = child.member(response, "session", lambda v: isinstance(v, str) and v != "", '{"session": id}')
+            session = child.member(response, "session")
             say(f"  ✓ connect (session {session!r})")
             response = child.request("prepare", session=session, request={"instance": "default", "input": "查询订单 000123"})
-            reply = child.member(response, "reply", lambda v: isinstance(v, dict), '{"reply": BridgeReply}')
+            reply = child.member(response, "reply")
             if not is_bridge_reply(reply):
                 raise child._fail("shape", f'"reply" is not a BridgeReply (kind task, result or error): {dumps_wire(reply)[:200]}')
             say(f"  ✓ prepare (a {reply['kind']} reply)")
             if reply["kind"] != "task":
                 notes.append(f"prepare on the default instance answered kind {reply['kind']!r}, not a task")
-            child.member(child.request("close", session=session), "ok", lambda v: v is True, '{"ok": true}')
+            child.member(child.request("close", session=session), "ok")
             say("  ✓ close")
-        child.member(child.request("shutdown"), "ok", lambda v: v is True, '{"ok": true}')
+        child.member(child.request("shutdown"), "ok")
         try:
             child.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             raise child._fail("exit", f"the harness did not exit within {timeout:g} s of shutdown") from None
         say("  ✓ shutdown")
+        verdict = "verdict: HARNESS OK -- the protocol works; run the suite to judge the implementation"
     except HarnessBroken as exc:
-        if exc.kind == "error" and child is not None:
-            # A well-formed {"id", "error"} answer: the protocol works, the implementation raised.
-            notes.append(str(exc))
-            child.close()
-            for note in notes:
-                say(f"  ! {note}")
-            say("verdict: HARNESS OK -- the protocol works, but the implementation failed; run the suite")
-            return True
-        say(f"  ✗ {exc}")
-        say(f"verdict: BROKEN HARNESS ({exc.kind}) -- fix the harness program before judging the implementation")
-        if child is not None:
-            child.close()
-        return False
+        if exc.kind != "error" or child is None:
+            say(f"  ✗ {exc}")
+            say(f"verdict: BROKEN HARNESS ({exc.kind}) -- fix the harness program before judging the implementation")
+            return False
+        # A well-formed {"id", "error"} answer: the protocol works, the implementation raised.
+        notes.append(str(exc))
+        verdict = "verdict: HARNESS OK -- the protocol works, but the implementation failed; run the suite"
     except TargetUnsupported as exc:
         say(f"  ✗ {exc.reason}")
         say("verdict: BROKEN HARNESS (unsupported) -- the smoke check uses only what every harness must support")
-        if child is not None:
-            child.close()
         return False
+    finally:
+        if child is not None:
+            child.close()  # a harness that already exited after shutdown is left as it is
     for note in notes:
         say(f"  ! {note}")
-    say("verdict: HARNESS OK -- the protocol works; run the suite to judge the implementation")
+    say(verdict)
     return True

@@ -16,6 +16,7 @@ from typing import Any, BinaryIO
 
 from intentref.bridge import create_intent_bridge
 from intentref.core.errors import IntentParseError
+from intentref.core.wire import TOOL_OF_OP
 from intentref.intent import Intent
 from intentref.suite.targets.harness import dumps_wire
 
@@ -30,9 +31,11 @@ class Harness:
     def handle(self, message: dict[str, Any]) -> dict[str, Any]:
         op = message.get("op")
         method = getattr(self, f"_op_{op}", None) if isinstance(op, str) else None
-        if method is None:
+        if method is None and op not in TOOL_OF_OP:
             return {"error": f"unknown op {op!r}"}
         try:
+            if method is None:  # prepare, accept or cancel: the session's own method of that name
+                return {"reply": getattr(self._session(message), str(op))(message.get("request"))}
             answer: dict[str, Any] = method(message)
             return answer
         except Exception as exc:  # the implementation raised: say so rather than die
@@ -72,15 +75,6 @@ class Harness:
         if session is None:
             raise LookupError(f"no open session {message.get('session')!r}")
         return session
-
-    def _op_prepare(self, message: dict[str, Any]) -> dict[str, Any]:
-        return {"reply": self._session(message).prepare(message.get("request"))}
-
-    def _op_accept(self, message: dict[str, Any]) -> dict[str, Any]:
-        return {"reply": self._session(message).accept(message.get("request"))}
-
-    def _op_cancel(self, message: dict[str, Any]) -> dict[str, Any]:
-        return {"reply": self._session(message).cancel(message.get("request"))}
 
     def _op_close(self, message: dict[str, Any]) -> dict[str, Any]:
         self._session(message).close()

@@ -3,7 +3,7 @@
 ``McpModelTarget`` models an MCP server faithfully enough for the envelope cases: the
 reference's own ``call_intent_tool`` and ``tool_result`` build each CallToolResult, which is
 then serialised and read back as a client would read it off the wire.  It is no substitute
-for the real MCP targets (``mcp_targets``); it lets the envelope cases run against a
+for the real MCP targets (``mcp_stdio``, ``mcp_http``); it lets the envelope cases run against a
 deliberately wrong envelope (``invert_is_error``, the fault ``is_error_wrong``) in-process,
 and shows that the same model with a correct envelope passes them.
 """
@@ -15,13 +15,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from intentref.bridge import create_intent_bridge
+from intentref.core.wire import TOOL_OF_OP
 from intentref.suite.targets.base import CallSession, InProcessTarget, Reply, Run, Session, Target
 
-Json = Any
-Request = Any
 BridgeFactory = Callable[[Mapping[str, Any]], Any]
-
-TOOLS: dict[str, str] = {"prepare": "intent_prepare", "accept": "intent_accept", "cancel": "intent_cancel"}
 
 
 class _McpModelSession(CallSession):
@@ -29,10 +26,12 @@ class _McpModelSession(CallSession):
         self._session = session
         self._invert = invert_is_error
 
-    def _call(self, op: str, request: Request) -> Reply:
+    def _call(self, op: str, request: Any) -> Reply:
+        # Imported on first call: the MCP server module brings the SDK's server with it, which
+        # the fault and variant catalogues that import this module do not otherwise need.
         from intentref.mcp.server import call_intent_tool, tool_result
 
-        result = tool_result(call_intent_tool(self._session, TOOLS[op], request))
+        result = tool_result(call_intent_tool(self._session, TOOL_OF_OP[op], request))
         # The JSON the server would write on the wire, read back as a client reads it.
         wire = json.loads(
             json.dumps(result.model_dump(mode="json", by_alias=True, exclude_none=True), ensure_ascii=False)
@@ -46,12 +45,11 @@ class _McpModelSession(CallSession):
         text_is_reply = text is not None and _parses_to(text, value)
         return Reply(value, text, {"isError": is_error, "textIsReply": text_is_reply})
 
-
     def close(self) -> None:
         self._session.close()
 
 
-def _parses_to(text: str, value: Json) -> bool:
+def _parses_to(text: str, value: Any) -> bool:
     try:
         return bool(json.loads(text) == value)
     except ValueError:
@@ -73,7 +71,7 @@ class McpModelRun(Run):
 class McpModelTarget(Target):
     """The reference behind the reference MCP tool layer, without a process or a socket.
 
-    Not a substitute for the real MCP targets (``mcp_targets``): it exists so the envelope
+    Not a substitute for the real MCP targets (``mcp_stdio``, ``mcp_http``): it exists so the envelope
     cases can be run against a deliberately wrong envelope in-process, and so a test can
     show that the same model with a correct envelope passes them.
     """
@@ -84,9 +82,6 @@ class McpModelTarget(Target):
         self._factory: BridgeFactory = bridge_factory or create_intent_bridge
         self._invert = invert_is_error
         self.name = "MCP model (in-process)" + (", isError inverted" if invert_is_error else "")
-
-    def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
-        return None  # every Bridge option reaches the reference Bridge
 
     def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run:
         # The in-process target builds the Intents (and raises ConfigRejected for a bad
@@ -99,6 +94,3 @@ class McpModelTarget(Target):
 
         InProcessTarget(bridge_factory=capture).open(instances, bridge_options)
         return McpModelRun(built[0], self._invert)
-
-    def close(self) -> None:
-        pass

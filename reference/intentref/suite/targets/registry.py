@@ -159,7 +159,7 @@ def _in_process(spec: TargetSpec) -> Target:
 
 
 def _check_template(argument: str) -> None:
-    from intentref.suite.targets.mcp import CommandTemplate
+    from intentref.suite.targets.mcp_stdio import CommandTemplate
 
     try:
         CommandTemplate.parse(argument)
@@ -169,7 +169,7 @@ def _check_template(argument: str) -> None:
 
 @kind("reference", "", "the bundled intent-runtime-mcp over stdio (forked from a pre-imported process)")
 def _reference(spec: TargetSpec) -> Target:
-    from intentref.suite.targets import mcp as mcp_targets
+    from intentref.suite.targets import mcp_stdio as mcp_targets
 
     return mcp_targets.StdioTarget.reference(spec.era, spec.timeout, fork=not spec.cold_start,
                                              zygote_socket=spec.resource("zygote"))  # fmt: skip
@@ -178,21 +178,21 @@ def _reference(spec: TargetSpec) -> Target:
 @kind("stdio", "COMMAND", "an MCP server your command starts over stdio ({config} is the instances file)",
       check=_check_template)  # fmt: skip
 def _stdio(spec: TargetSpec) -> Target:
-    from intentref.suite.targets import mcp as mcp_targets
+    from intentref.suite.targets import mcp_stdio as mcp_targets
 
     return mcp_targets.StdioTarget(spec.argument, spec.era, spec.timeout)
 
 
 @kind("http", "URL", "an MCP server already listening on streamable HTTP at URL", configured_elsewhere=True)
 def _http(spec: TargetSpec) -> Target:
-    from intentref.suite.targets import mcp as mcp_targets
+    from intentref.suite.targets import mcp_http as mcp_targets
 
     return mcp_targets.HttpTarget(spec.argument, spec.era, spec.timeout)
 
 
 @kind("http-reference", "", "the bundled server on streamable HTTP at 127.0.0.1, one per worker")
 def _http_reference(spec: TargetSpec) -> Target:
-    from intentref.suite.targets import mcp as mcp_targets
+    from intentref.suite.targets import mcp_http as mcp_targets
 
     return mcp_targets.HttpReferenceTarget(spec.era, spec.timeout, zygote_socket=spec.resource("zygote"))
 

@@ -17,6 +17,9 @@ signal).  Closing the connection early kills the child.
 
 The zygote is single-threaded (a select loop), so forking it is safe; it exits, taking
 its children with it, when its stdin reaches end of input (the runner went away).
+
+The runner's side is here too: ``Zygote`` starts one and waits until it serves, and
+``ForkedProcess`` (a stdio server) and ``ForkedServer`` (an HTTP one) are servers forked from it.
 """
 
 from __future__ import annotations
@@ -24,12 +27,22 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import selectors
 import signal
 import socket
+import subprocess
 import sys
-from collections.abc import Callable
+import tempfile
+import threading
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any, Final
+
+import anyio
+
+from intentref.core.wire import ACCEPT_TOOL, CANCEL_TOOL, PREPARE_TOOL
+from intentref.mcp._fdio import read_chunks, write_all
 
 READY: Final = "intentref-zygote ready"
 _SERVING_MODULES: Final = (
@@ -84,7 +97,9 @@ def _child(argv: list[str], cwd: str, fds: list[int]) -> None:
     become_child(cwd, fds, serve)
 
 
-class Zygote:
+class ForkServer:
+    """The zygote's select loop: accept a client, fork a child onto its pipes, report the child's exit."""
+
     def __init__(self, path: str) -> None:
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(path)
@@ -200,10 +215,10 @@ _WARM_REQUESTS: Final = (
     {"jsonrpc": "2.0", "method": "notifications/initialized"},
     {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}},
     {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-     "params": {"name": "intent_prepare", "arguments": {"instance": "warm", "input": "warm up 000123"}}},
+     "params": {"name": PREPARE_TOOL, "arguments": {"instance": "warm", "input": "warm up 000123"}}},
     {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
-     "params": {"name": "intent_accept", "arguments": {"jobId": "x", "stepToken": "y", "candidateText": "{}"}}},
-    {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "intent_cancel", "arguments": {"jobId": "x"}}},
+     "params": {"name": ACCEPT_TOOL, "arguments": {"jobId": "x", "stepToken": "y", "candidateText": "{}"}}},
+    {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": CANCEL_TOOL, "arguments": {"jobId": "x"}}},
 )  # fmt: skip
 _MODERN_META: Final = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
 
@@ -221,7 +236,6 @@ def _warm_up() -> None:
     """
     import asyncio
 
-    import anyio
     import mcp_types as types
     from mcp.shared.message import SessionMessage
 
@@ -263,8 +277,237 @@ def main(argv: list[str]) -> int:
     # (and so copy) every page of them.
     gc.collect()
     gc.freeze()
-    Zygote(argv[0]).serve()
+    ForkServer(argv[0]).serve()
     return 0
+
+
+# --------------------------------------------------------------------------- the runner's side
+
+
+class Zygote:
+    """The pre-imported parent of the bundled reference's servers (D-CNF-006).
+
+    Started here; ``wait()`` blocks until it is ready (once).  ``socket`` may be handed to
+    other processes (the runner's workers), which fork servers from the same zygote.
+    """
+
+    def __init__(self, startup_timeout: float) -> None:
+        self._dir = tempfile.TemporaryDirectory(prefix="intentref-zygote-")
+        self.socket = os.path.join(self._dir.name, "zygote.sock")
+        self._log = open(os.path.join(self._dir.name, "zygote.log"), "wb")  # noqa: SIM115 -- lives with the zygote
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "intentref.suite.targets.zygote", self.socket],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
+            start_new_session=True,  # a Ctrl-C reaches the runner, which then stops it
+        )  # fmt: skip
+        self._timeout = startup_timeout
+        self._ready = False
+        self._lock = threading.Lock()
+
+    def wait(self) -> None:
+        with self._lock:
+            if self._ready:
+                return
+            assert self.proc.stdout is not None
+            readable, _, _ = select.select([self.proc.stdout], [], [], self._timeout)
+            if readable and self.proc.stdout.readline().decode().strip() == READY:
+                self._ready = True
+                return
+        log = Path(self._log.name).read_text("utf-8", "replace")[-2000:]
+        raise RuntimeError(f"the reference zygote did not start (exit {self.proc.poll()}): {log}")
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()  # end of input: the zygote kills its children and exits
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._log.close()
+        self._dir.cleanup()
+
+
+def _close_fd(fd: int | None) -> None:
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+class ForkedProcess:
+    """A reference server forked by the zygote onto three fresh pipes (D-CNF-006)."""
+
+    def __init__(self, sock: socket.socket, pid: int, stdin: int, stdout: int, stderr: int) -> None:
+        self._sock = sock
+        self.pid = pid
+        self._stdin: int | None = stdin
+        self._stdout = stdout
+        self._stderr = stderr
+        self._returncode: int | None = None
+        self._pending = b""  # the part of the status line read so far
+
+    @classmethod
+    async def start(cls, socket_path: str, argv: list[str], startup_timeout: float = 60.0) -> ForkedProcess:
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        try:
+            sock = await _zygote_connection(socket_path, startup_timeout)
+            try:
+                _ask_for_server(sock, argv, [in_r, out_w, err_w])
+            except BaseException:
+                sock.close()
+                raise
+        except BaseException:
+            for fd in (in_r, in_w, out_r, out_w, err_r, err_w):
+                _close_fd(fd)
+            raise
+        for fd in (in_r, out_w, err_w):
+            os.close(fd)  # the server's ends: only the server may hold them, or EOF never comes
+        for fd in (in_w, out_r, err_r):
+            os.set_blocking(fd, False)
+        sock.setblocking(False)
+        process = cls(sock, 0, in_w, out_r, err_r)
+        line = await process._line()
+        if not line:
+            await process.aclose()
+            raise OSError("the zygote did not fork a server")
+        process.pid = int(line)
+        return process
+
+    def _take_line(self) -> bytes | None:
+        line, newline, rest = self._pending.partition(b"\n")
+        if not newline:
+            return None
+        self._pending = rest
+        return line
+
+    def _receive(self) -> bool | None:
+        """Add what the zygote sent to ``_pending``: True if it sent something, None if nothing is there
+        yet, False once it hung up."""
+        try:
+            chunk = self._sock.recv(64)
+        except BlockingIOError:
+            return None
+        except OSError:
+            return False
+        self._pending += chunk
+        return bool(chunk)
+
+    async def _line(self) -> bytes:
+        """The next line from the zygote (the pid, then the exit status); b"" if it hung up."""
+        while (line := self._take_line()) is None:
+            received = self._receive()
+            if received is None:
+                await anyio.wait_readable(self._sock)
+            elif not received:
+                return b""
+        return line
+
+    @property
+    def returncode(self) -> int | None:
+        if self._returncode is None:
+            self._poll()  # the watcher may have been cancelled: read the status without it
+        return self._returncode
+
+    def _poll(self) -> None:
+        line = self._take_line()
+        if line is None:
+            if self._receive() is False:  # the zygote hung up without a status
+                self._returncode = -1
+                return
+            line = self._take_line()
+        if line is not None:
+            self._returncode = int(line) if line.strip() else -1
+
+    async def write(self, data: bytes) -> None:
+        if self._stdin is None:
+            raise anyio.ClosedResourceError
+        await write_all(self._stdin, data)
+
+    async def close_stdin(self) -> None:
+        fd, self._stdin = self._stdin, None
+        _close_fd(fd)
+
+    def stdout(self) -> AsyncIterator[bytes]:
+        return read_chunks(self._stdout)
+
+    def stderr(self) -> AsyncIterator[bytes]:
+        return read_chunks(self._stderr)
+
+    async def watch(self) -> None:
+        while self.returncode is None:  # the zygote writes the status when it reaps the server
+            await anyio.wait_readable(self._sock)
+
+    def signal(self, signum: int) -> None:
+        if self._returncode is None:
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signum)
+
+    async def aclose(self) -> None:
+        await self.close_stdin()
+        _close_fd(self._stdout)
+        _close_fd(self._stderr)
+        self._sock.close()  # the zygote kills a server whose client hung up
+
+
+async def _zygote_connection(socket_path: str, startup_timeout: float) -> socket.socket:
+    """A connection to the zygote at ``socket_path``, waiting for it while it still starts.
+
+    The zygote binds its socket only once it has imported everything, so a worker that
+    asks early waits here instead of failing (D-CNF-006).
+    """
+    deadline = anyio.current_time() + startup_timeout
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(socket_path)
+            return sock
+        except (FileNotFoundError, ConnectionRefusedError):
+            sock.close()
+            if anyio.current_time() >= deadline:
+                raise OSError(f"the reference zygote at {socket_path} did not start within {startup_timeout:g} s") from None
+            await anyio.sleep(0.02)
+        except BaseException:
+            sock.close()
+            raise
+
+
+def _ask_for_server(sock: socket.socket, argv: list[str], fds: list[int]) -> None:
+    """The request the zygote reads (see above): ``argv`` to run in this folder, on ``fds`` as stdin, stdout, stderr."""
+    header = json.dumps({"argv": argv, "cwd": os.getcwd()}).encode("utf-8") + b"\n"
+    socket.send_fds(sock, [header], fds)
+
+
+class ForkedServer:
+    """A reference server forked by the zygote for a plain (not stdio) transport: HTTP.
+
+    Its stdin and stdout are /dev/null; ``stderr`` is a file object the caller reads (the
+    server names its endpoint there).  Closing hangs up on the zygote, which stops it.
+    """
+
+    def __init__(self, socket_path: str, argv: list[str], startup_timeout: float = 60.0) -> None:
+        err_r, err_w = os.pipe()
+        null = os.open(os.devnull, os.O_RDWR)
+        try:
+            self._sock = anyio.run(_zygote_connection, socket_path, startup_timeout)
+            _ask_for_server(self._sock, argv, [null, null, err_w])
+        except BaseException:
+            _close_fd(err_r)
+            raise
+        finally:
+            _close_fd(err_w)
+            _close_fd(null)
+        self.stderr = os.fdopen(err_r, "rb")
+        pid = self._sock.makefile("rb").readline().strip()
+        self.pid = int(pid) if pid else None
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._sock.close()  # the zygote stops a server whose client hung up
+        with contextlib.suppress(OSError):
+            self.stderr.close()
 
 
 if __name__ == "__main__":  # pragma: no cover - run as a program
