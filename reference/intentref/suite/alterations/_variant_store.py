@@ -11,8 +11,8 @@ not in the Bridge.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from intentref.bridge import (
     CAPACITY_OPTIONS,
@@ -20,7 +20,6 @@ from intentref.bridge import (
     DIGEST_BYTES,
     TTL_OPTIONS,
     BridgeReply,
-    BridgeSession,
     JobRecord,
     JobStore,
     UsedStep,
@@ -28,9 +27,12 @@ from intentref.bridge import (
     not_found_error,
     stored_reply,
 )
+from intentref.bridge_store import JobOwner, candidate_digest, fresh_reply, token_bytes
 from intentref.core.errors import CANCEL_CODES, IntentParseError, Issue, error, self_issue
 from intentref.core.policy import Policy
 from intentref.suite.alterations._variant_policy import VariantPolicy
+
+T = TypeVar("T")
 
 EXPIRED_MESSAGE = "The retained replies of this job expired (replayTtlMs)."
 
@@ -56,7 +58,7 @@ class VariantStore(JobStore):
         # D-BRG-016 the other way: the monotonic deadline that ends each whole record.
         self.record_deadlines: dict[str, float] = {}
         # D-BRG-016 the other way: jobs the replay TTL dropped, with the session that owned them.
-        self.tombstones: dict[str, BridgeSession] = {}
+        self.tombstones: dict[str, JobOwner] = {}
         # D-BRG-008 the other way: the jobs a cancel ended, whose open step is then a conflict.
         self.cancelled: set[str] = set()
 
@@ -91,11 +93,12 @@ class VariantStore(JobStore):
 
     # --- admission (D-BRG-012) and sizes (D-BRG-010, D-BRG-011) -----------------------------
 
-    def check_room_first(self) -> None:
+    def open_job(self, session: JobOwner, start: Callable[[], Any], now: float) -> bytes:
         if self.knobs.capacity_before_request:
             self.check_room()  # a full Bridge refuses before the request is judged
+        return super().open_job(session, start, now)
 
-    def admit(self, session: BridgeSession, job: Any, now: float) -> bytes:
+    def admit(self, session: JobOwner, job: Any, now: float) -> bytes:
         first = super().admit(session, job, now)
         if self.options.job_ttl_ms and self.knobs.job_ttl_drops_record:
             job_id = next(reversed(self.active))  # admit appends the new job; reclaiming drops terminal ones only
@@ -116,13 +119,16 @@ class VariantStore(JobStore):
 
     # --- refusals (D-BRG-009) ----------------------------------------------------------------
 
-    def refused(self, record: JobRecord, token: bytes, digest: bytes, reply: BridgeReply) -> None:
+    def refuse(self, record: JobRecord, token: bytes, digest: bytes, exc: IntentParseError) -> BridgeReply:
+        reply = super().refuse(record, token, digest, exc)
         if self.knobs.rejections_replayed:
             # Kept for this token and text, outside the byte count (a conformance run only).
             self.refusals.setdefault(record.job_id, {})[(token, digest)] = stored_reply(reply)
+        return reply
 
-    def replayed_refusal(self, record: JobRecord, token: bytes, digest: bytes) -> bytes | None:
-        return self.refusals.get(record.job_id, {}).get((token, digest))
+    def answer(self, record: JobRecord, step_token: str, candidate_text: str, now: float) -> BridgeReply:
+        kept = self.refusals.get(record.job_id, {}).get((token_bytes(step_token), candidate_digest(candidate_text)))
+        return fresh_reply(kept) if kept is not None else super().answer(record, step_token, candidate_text, now)
 
     def _forget(self, job_id: str) -> None:
         super()._forget(job_id)
@@ -178,7 +184,7 @@ class VariantStore(JobStore):
             self.tombstones[job_id] = self.records[job_id].owner
         super().replay_expired(job_id)
 
-    def missing(self, session: BridgeSession, job_id: str) -> IntentParseError:
+    def missing(self, session: JobOwner, job_id: str) -> IntentParseError:
         if self.tombstones.get(job_id) is session:
             # The session that owned a job the replay TTL dropped is told it expired.
             return error("BRIDGE_JOB_EXPIRED", "bridge", EXPIRED_MESSAGE,
@@ -195,16 +201,14 @@ class VariantStore(JobStore):
 
     # --- closed sessions (D-BRG-004, D-BRG-005) ------------------------------------------------
 
-    def closed_call_before_checks(self, session: BridgeSession) -> None:
-        if self.knobs.closed_calls_unchecked:
+    def read_call(self, session: JobOwner, read: Callable[[], T]) -> T:
+        if self.knobs.closed_calls_unchecked and session.closed:
             raise not_found_error()  # no parameter check on a closed session
+        if self.knobs.closed_sessions_keep_records:
+            return read()  # the closed session still answers for the records it kept
+        return super().read_call(session, read)
 
-    def closed_call_after_checks(self, session: BridgeSession) -> None:
-        if not self.knobs.closed_sessions_keep_records:
-            super().closed_call_after_checks(session)
-        # Otherwise the closed session still answers for the records it kept.
-
-    def close_session(self, session: BridgeSession) -> None:
+    def close_session(self, session: JobOwner) -> None:
         if not self.knobs.closed_sessions_keep_records:
             super().close_session(session)
             return
