@@ -8,8 +8,8 @@ alternative reading the seeds also allow, every default the reference's, and eac
 overridden here to read its fields.  So the alternatives live beside the catalogue that
 names them (``_variants_core``), not as branches inside the rules.
 
-The Bridge's decisions are methods of ``intentref.bridge.JobStore``; the fields for those are
-here too, and ``_variant_store.VariantStore`` reads them.
+The Bridge's decisions are methods of ``intentref.bridge_store.JobStore``; a variant of one
+swaps that method (``_variants_bridge``), with no field here.
 
 A field left at its default changes nothing: ``VariantPolicy()`` judges exactly as the
 reference does, which ``tests/conformance/test_variants_core.py`` checks, and every
@@ -105,53 +105,6 @@ class VariantPolicy(Policy):
     # D-CAN-002: a non-blank cancel detail is the ending's one issue ("non-blank").
     # "dropped": never kept; "verbatim": any non-empty detail is kept, blank or not.
     cancel_detail: str = "non-blank"
-
-    # --- Bridge decisions, read by ``_variant_store.VariantStore`` -----------------------------
-    # D-BRG-014: a BridgeConfig fault names the first faulty option only.  True: every faulty
-    # capacity or TTL option is listed, one issue each.
-    config_faults_all_listed: bool = False
-    # D-BRG-014: an integral float (3.0) is refused as an option.  True: accepted as 3.
-    integral_float_options: bool = False
-    # D-BRG-004, D-BRG-005: closing a session drops all its records and its calls answer
-    # BRIDGE_JOB_NOT_FOUND.  True: close ends the active jobs (as a cancel would) and keeps
-    # every record until it is reclaimed; the closed session still answers for them.
-    closed_sessions_keep_records: bool = False
-    # D-BRG-004: accept and cancel on a closed session check their parameters, then answer
-    # BRIDGE_JOB_NOT_FOUND.  True: they answer BRIDGE_JOB_NOT_FOUND without any check.
-    closed_calls_unchecked: bool = False
-    # D-BRG-009: a refused submission (oversized, over the byte budget) is not recorded.  True:
-    # its reply is kept against its token and text, and the same text on that token replays it.
-    rejections_replayed: bool = False
-    # D-BRG-010: a step that keeps the job active must fit exactly.  True: an upper estimate
-    # must fit (the old record kept whole, plus the candidate text, plus the new task twice).
-    step_budget_estimated: bool = False
-    # D-BRG-011: maxReplayBytes counts only the retained content.  >0: also this many bytes of
-    # bookkeeping (ids, tokens, digests' containers) for every record.
-    record_overhead_bytes: int = 0
-    # D-BRG-012: a prepare is judged before capacity is checked.  True: maxJobs and
-    # maxReplayEntries are checked first, so a full Bridge refuses even a bad request.
-    capacity_before_request: bool = False
-    # D-BRG-007: a used token with the identical candidate replays the retained reply.  False:
-    # it is a step conflict like any other reuse (nothing is replayed).
-    retained_replies_replayed: bool = True
-    # D-BRG-008: a token never issued for the job, or a used one with another candidate, is a
-    # step conflict.  True: INPUT_INVALID naming which member is wrong (stepToken, candidateText).
-    tokens_judged_by_cause: bool = False
-    # D-BRG-008: the open step of a cancelled job answers with how the job ended.  True: it is
-    # a step conflict (the job has no step any more).
-    cancelled_open_step_conflicts: bool = False
-    # D-BRG-013: terminal records are reclaimed oldest-terminated first.  True: oldest-created.
-    reclaim_oldest_created: bool = False
-    # D-BRG-016: a job's deadline is its prepare time + jobTtlMs, the same for all its tasks.
-    # True: every new task renews it (an idle timeout) and carries the new expiresAt.
-    job_ttl_per_task: bool = False
-    # D-BRG-016: an expired job stays as a terminal record answering BRIDGE_JOB_EXPIRED, and
-    # a job finished in time keeps its record.  True: jobTtlMs bounds the job's whole record:
-    # at the deadline it is dropped, active or finished, and answers BRIDGE_JOB_NOT_FOUND.
-    job_ttl_drops_record: bool = False
-    # D-BRG-016: a record the replay TTL dropped answers BRIDGE_JOB_NOT_FOUND like any other.
-    # True: the session that owned it is told BRIDGE_JOB_EXPIRED (a tombstone is kept).
-    replay_ttl_tombstones: bool = False
 
     # --- the request, the repair, the ending (D-REQ-002, D-ERR-007, D-CAN-002) --------------
 

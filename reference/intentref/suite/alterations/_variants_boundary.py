@@ -3,14 +3,15 @@
 These are the choices an independent implementation most often makes differently.  Each
 variant takes a reference decision another way that the seeds also allow (``alteration``):
 
-* *writing* (wording, payload layout, issue lists, codes): a subclass of the reference's
-  ``intentref.core.writer.Writer`` overriding the method that writes the part it varies, so
-  the variant Bridge writes its replies that way itself, before it keeps them for replay
-  and counts their bytes;
-* *rules*: where the decision is about which issues or fields there are, how used tokens
-  are answered, the default language or the schema subset's keyword table, a
-  ``VariantPolicy`` field that the core's rule or the Bridge's ``JobStore`` method reads
-  (D-ERR-007, D-CAN-002, D-REQ-002, D-BRG-007, D-BRG-008, D-CFG-002, D-SCH-005, D-SCH-012);
+* *writing* (wording, payload layout, issue lists, codes): overrides of the methods of the
+  reference's ``intentref.core.writer.Writer`` that write the part it varies
+  (``Alteration.writer``), so the variant Bridge writes its replies that way itself, before
+  it keeps them for replay and counts their bytes;
+* *rules*: where the decision is about which issues or fields there are, the default
+  language or the schema subset's keyword table, a ``VariantPolicy`` field that the core's
+  rule reads (D-ERR-007, D-CAN-002, D-REQ-002, D-CFG-002, D-SCH-005, D-SCH-012); how used
+  tokens are answered (D-BRG-007, D-BRG-008) is the Bridge's, swapped in ``_variants_bridge``
+  and listed here;
 * *reading*: a request rewritten before the reference sees it, or answered in its place
   (the job ids judged at the door), and an instance member taken away before it is built
   (D-CNF-040 says why these stay at the boundary).  Each such hook reads the input as the
@@ -24,11 +25,17 @@ import json
 from typing import Any
 
 from intentref.bridge import BridgeReply
-from intentref.core.errors import CANCEL_CODES, DATA_ISSUE_CODES, IntentParseError, Issue
+from intentref.core.errors import DATA_ISSUE_CODES, IntentParseError, Issue
 from intentref.core.request import Source
 from intentref.core.task import Repair, Task
+from intentref.core.wire import CANCEL_ENDING_CODES
 from intentref.core.writer import Writer
-from intentref.suite.alterations.alteration import Alteration, Memory, policy_changes
+from intentref.suite.alterations._variants_bridge import (
+    CANCELLED_TOKEN_CONFLICTS,
+    NO_REPLAY,
+    TOKENS_JUDGED_OTHERWISE,
+)
+from intentref.suite.alterations.alteration import Alteration, Memory, Reference, policy_changes
 from intentref.suite.cases.capabilities import REPAIR_ATTEMPTS
 
 
@@ -44,28 +51,28 @@ def _new_error_reply(code: str, stage: str, message: str, issues: list[dict[str,
 # --------------------------------------------------------------------------- wording
 
 
-class _Reworded(Writer):
-    """D-ERR-006, D-INS-001: other messages and instructions, meaning the same."""
-
-    def message(self, err: IntentParseError) -> str:
-        return f"[{err.code} at stage {err.stage}] the call could not be completed."
-
-    def error_issue(self, err: IntentParseError, issue: Issue) -> dict[str, Any]:
-        written = super().error_issue(err, issue)
-        if issue.code not in DATA_ISSUE_CODES:  # the candidate's own issues keep the model's words (seed 004)
-            written["message"] = f"Problem {issue.code} here."
-        return written
-
-    def instructions(self, task: Task) -> str:
-        return (f"Write the complete {task.stage} candidate as one JSON document. "
-                "Follow the format and read the payload; on a repair, send the whole candidate again.")  # fmt: skip
+def _reworded_message(reference: Reference, writer: Writer, err: IntentParseError) -> str:
+    return f"[{err.code} at stage {err.stage}] the call could not be completed."
 
 
+def _reworded_issue(reference: Reference, writer: Writer, err: IntentParseError, issue: Issue) -> dict[str, Any]:
+    written: dict[str, Any] = reference(writer, err, issue)
+    if issue.code not in DATA_ISSUE_CODES:  # the candidate's own issues keep the model's words (seed 004)
+        written["message"] = f"Problem {issue.code} here."
+    return written
+
+
+def _reworded_instructions(reference: Reference, writer: Writer, task: Task) -> str:
+    return (f"Write the complete {task.stage} candidate as one JSON document. "
+            "Follow the format and read the payload; on a repair, send the whole candidate again.")  # fmt: skip
+
+
+# D-ERR-006, D-INS-001: other messages and instructions, meaning the same.
 REWORDED = Alteration(
     name="reworded",
     decisions=("D-ERR-006", "D-INS-001"),
     summary="other error and issue messages, other task instructions",
-    writer=_Reworded,
+    writer={"message": _reworded_message, "error_issue": _reworded_issue, "instructions": _reworded_instructions},
 )
 
 
@@ -85,75 +92,62 @@ def _respell_schema(schema: Any) -> Any:
     return schema
 
 
-class _RespelledCoreSchema(Writer):
-    """D-COR-001: an equivalent intent_core schema, spelled another way."""
-
-    def core_schema(self) -> dict[str, Any]:
-        spelled: dict[str, Any] = _respell_schema(super().core_schema())
-        return spelled
-
-
 RESPELLED_CORE_SCHEMA = Alteration(
     name="respelled-core-schema",
     decisions=("D-COR-001",),
     summary="an equivalent intent_core schema, spelled differently",
-    writer=_RespelledCoreSchema,
+    writer={"core_schema": lambda reference, writer: _respell_schema(reference(writer))},
 )
 
 
 # --------------------------------------------------------------------------- payloads
 
 
-class _PayloadLayout(Writer):
-    """D-PAY-001, D-PAY-003: other members, another order, another JSON spelling."""
-
-    def core_payload(self, task: Task) -> dict[str, Any]:
-        # Seed 000 lists the data payload's members only; this core payload leaves the
-        # language to the instructions.
-        payload = super().core_payload(task)
-        del payload["structuredLanguage"]
-        return payload
-
-    def payload_text(self, payload: dict[str, Any]) -> str:
-        return json.dumps(dict(reversed(list(payload.items()))), ensure_ascii=True)
+def _core_payload_without_language(reference: Reference, writer: Writer, task: Task) -> dict[str, Any]:
+    # Seed 000 lists the data payload's members only; this core payload leaves the language to
+    # the instructions.
+    payload: dict[str, Any] = reference(writer, task)
+    del payload["structuredLanguage"]
+    return payload
 
 
+def _reversed_ascii_payload(reference: Reference, writer: Writer, payload: dict[str, Any]) -> str:
+    return json.dumps(dict(reversed(list(payload.items()))), ensure_ascii=True)
+
+
+# D-PAY-001, D-PAY-003: other members, another order, another JSON spelling.
 PAYLOAD_LAYOUT = Alteration(
     name="payload-layout",
     decisions=("D-PAY-001", "D-PAY-003"),
     summary="payload members in another order, written with ASCII escapes and spaces; no structuredLanguage in the core payload",
-    writer=_PayloadLayout,
+    writer={"core_payload": _core_payload_without_language, "payload_text": _reversed_ascii_payload},
 )
 
 
-class _ContextEntries(Writer):
-    """D-PAY-002: context entries with other member names, in another order."""
-
-    def context_entry(self, source: Source) -> dict[str, Any]:
-        return {"role": source.role, "text": source.content, "sourceId": source.source_id}
+def _context_entry(reference: Reference, writer: Writer, source: Source) -> dict[str, Any]:
+    return {"role": source.role, "text": source.content, "sourceId": source.source_id}
 
 
+# D-PAY-002: context entries with other member names, in another order.
 CONTEXT_ENTRIES = Alteration(
     name="context-entries",
     decisions=("D-PAY-002",),
     summary="payload context entries as {role, text, sourceId}",
-    writer=_ContextEntries,
+    writer={"context_entry": _context_entry},
 )
 
 
-class _RepairMaterial(Writer):
-    """D-PAY-004: the repair material under other names."""
-
-    def repair(self, repair: Repair) -> dict[str, Any]:
-        return {"round": repair.attempt, "problems": [{"at": i.path, "why": i.message} for i in repair.issues],
-                "yourLastAnswer": repair.previous_candidate}  # fmt: skip
+def _repair_material(reference: Reference, writer: Writer, repair: Repair) -> dict[str, Any]:
+    return {"round": repair.attempt, "problems": [{"at": i.path, "why": i.message} for i in repair.issues],
+            "yourLastAnswer": repair.previous_candidate}  # fmt: skip
 
 
+# D-PAY-004: the repair material under other names.
 REPAIR_MATERIAL = Alteration(
     name="repair-material",
     decisions=("D-PAY-004",),
     summary="payload.repair as {round, problems: [{at, why}], yourLastAnswer}",
-    writer=_RepairMaterial,
+    writer={"repair": _repair_material},
 )
 
 
@@ -165,24 +159,22 @@ REQUEST_ORDER_FIELDS = Alteration(
 )
 
 
-class _LeanSelectedSchema(Writer):
-    """D-SCH-006: the selected schema without what it does not need."""
-
-    def selected_schema(self, task: Task) -> dict[str, Any]:
-        schema = super().selected_schema(task)
-        if schema.get("required") == []:
-            del schema["required"]
-        # The root's annotations stay in schemaReference, beside it in the same payload.
-        schema.pop("title", None)
-        schema.pop("description", None)
-        return schema
+def _lean_selected_schema(reference: Reference, writer: Writer, task: Task) -> dict[str, Any]:
+    schema: dict[str, Any] = reference(writer, task)
+    if schema.get("required") == []:
+        del schema["required"]
+    # The root's annotations stay in schemaReference, beside it in the same payload.
+    schema.pop("title", None)
+    schema.pop("description", None)
+    return schema
 
 
+# D-SCH-006: the selected schema without what it does not need.
 LEAN_SELECTED_SCHEMA = Alteration(
     name="lean-selected-schema",
     decisions=("D-SCH-006",),
     summary="the selected schema omits an empty required list and the root's title and description",
-    writer=_LeanSelectedSchema,
+    writer={"selected_schema": _lean_selected_schema},
 )
 
 
@@ -197,38 +189,29 @@ PLAIN_CONTRACT_ISSUES = Alteration(
 )
 
 
-class _BareNotFound(Writer):
-    """D-BRG-003: BRIDGE_JOB_NOT_FOUND with no issue."""
-
-    def error_issues(self, err: IntentParseError) -> list[dict[str, Any]]:
-        return [] if err.code == "BRIDGE_JOB_NOT_FOUND" else super().error_issues(err)
+def _not_found_without_issues(reference: Reference, writer: Writer, err: IntentParseError) -> list[dict[str, Any]]:
+    return [] if err.code == "BRIDGE_JOB_NOT_FOUND" else reference(writer, err)
 
 
 BARE_NOT_FOUND = Alteration(
     name="bare-not-found",
     decisions=("D-BRG-003",),
     summary="BRIDGE_JOB_NOT_FOUND carries no issue",
-    writer=_BareNotFound,
+    writer={"error_issues": _not_found_without_issues},
 )
 
 
-class _PartialOnExtractionOnly(Writer):
-    """D-ERR-009: partialResult where seed 004 shows it, and nowhere else."""
-
-    def partial_result(self, err: IntentParseError) -> dict[str, Any] | None:
-        return super().partial_result(err) if err.code == "DATA_EXTRACTION_FAILED" else None
+def _partial_on_extraction(reference: Reference, writer: Writer, err: IntentParseError) -> dict[str, Any] | None:
+    # D-ERR-009: partialResult where seed 004 shows it, and nowhere else.
+    return reference(writer, err) if err.code == "DATA_EXTRACTION_FAILED" else None
 
 
 PARTIAL_ON_EXTRACTION_ONLY = Alteration(
     name="partial-on-extraction-only",
     decisions=("D-ERR-009",),
     summary="partialResult only on DATA_EXTRACTION_FAILED",
-    writer=_PartialOnExtractionOnly,
+    writer={"partial_result": _partial_on_extraction},
 )
-
-
-# The codes a cancel ends a job with, whatever its outcome (the core's table, read here).
-CANCEL_ENDINGS = tuple(CANCEL_CODES.values())
 
 
 DETAIL_DROPPED = Alteration(
@@ -243,21 +226,20 @@ def _is_parameter_fault(err: IntentParseError) -> bool:
     return err.code == "INPUT_INVALID" and err.stage == "bridge"
 
 
-class _ParameterFaultsAtInput(Writer):
-    """D-BRG-001: a malformed call is written as an input fault, without issues."""
-
-    def stage(self, err: IntentParseError) -> str:
-        return "input" if _is_parameter_fault(err) else super().stage(err)
-
-    def error_issues(self, err: IntentParseError) -> list[dict[str, Any]]:
-        return [] if _is_parameter_fault(err) else super().error_issues(err)
+def _parameter_fault_at_input(reference: Reference, writer: Writer, err: IntentParseError) -> str:
+    return "input" if _is_parameter_fault(err) else reference(writer, err)
 
 
+def _parameter_fault_without_issues(reference: Reference, writer: Writer, err: IntentParseError) -> list[dict[str, Any]]:
+    return [] if _is_parameter_fault(err) else reference(writer, err)
+
+
+# D-BRG-001: a malformed call is written as an input fault, without issues.
 PARAMETER_FAULTS_AT_INPUT = Alteration(
     name="parameter-faults-at-input",
     decisions=("D-BRG-001",),
     summary="a malformed call is INPUT_INVALID at stage input, without issues",
-    writer=_ParameterFaultsAtInput,
+    writer={"stage": _parameter_fault_at_input, "error_issues": _parameter_fault_without_issues},
 )
 
 
@@ -272,28 +254,28 @@ _RENAMED_CODES = {
 }
 
 
-class _OtherCodes(Writer):
-    """D-ERR-001 .. D-ERR-005: three endings under other codes, the error's own issue too."""
-
-    def code(self, err: IntentParseError) -> str:
-        return _RENAMED_CODES[err.code][0] if err.code in _RENAMED_CODES else super().code(err)
-
-    def stage(self, err: IntentParseError) -> str:
-        moved = _RENAMED_CODES.get(err.code, (None, None))[1]
-        return moved if moved is not None else super().stage(err)
-
-    def error_issue(self, err: IntentParseError, issue: Issue) -> dict[str, Any]:
-        written = super().error_issue(err, issue)
-        if issue.code == err.code and err.code in _RENAMED_CODES:
-            written["code"] = _RENAMED_CODES[err.code][0]
-        return written
+def _renamed_code(reference: Reference, writer: Writer, err: IntentParseError) -> str:
+    return _RENAMED_CODES[err.code][0] if err.code in _RENAMED_CODES else reference(writer, err)
 
 
+def _moved_stage(reference: Reference, writer: Writer, err: IntentParseError) -> str:
+    moved = _RENAMED_CODES.get(err.code, (None, None))[1]
+    return moved if moved is not None else reference(writer, err)
+
+
+def _renamed_own_issue(reference: Reference, writer: Writer, err: IntentParseError, issue: Issue) -> dict[str, Any]:
+    written: dict[str, Any] = reference(writer, err, issue)
+    if issue.code == err.code and err.code in _RENAMED_CODES:
+        written["code"] = _RENAMED_CODES[err.code][0]
+    return written
+
+
+# D-ERR-001 .. D-ERR-005: three endings under other codes, the error's own issue too.
 OTHER_CODES = Alteration(
     name="other-codes",
     decisions=("D-ERR-001", "D-ERR-002", "D-ERR-003", "D-ERR-005"),
     summary="CONFIG_INVALID, BRIDGE_INSTANCE_NOT_FOUND and BRIDGE_JOB_EXPIRED under other codes",
-    writer=_OtherCodes,
+    writer={"code": _renamed_code, "stage": _moved_stage, "error_issue": _renamed_own_issue},
 )
 
 
@@ -443,46 +425,25 @@ COMBINATION_LIMIT = Alteration(
 )
 
 
-# --------------------------------------------------------------------------- tokens and replay
-
-
-NO_REPLAY = Alteration(
-    name="no-replay",
-    decisions=("D-BRG-007",),
-    summary="a used step token is a conflict even with the identical candidate (no retained-reply replay)",
-    policy=policy_changes(retained_replies_replayed=False),
-)
-
-
-CANCELLED_TOKEN_CONFLICTS = Alteration(
-    name="cancelled-token-conflicts",
-    decisions=("D-BRG-008",),
-    summary="the open token of a cancelled job is a conflict, not the job's terminal reply",
-    policy=policy_changes(cancelled_open_step_conflicts=True),
-)
-
-
 # --------------------------------------------------------------------------- more alternatives
 
 
 _CONFIG_CODES = ("SCHEMA_UNSUPPORTED", "LIMIT_EXCEEDED", "CONFIG_INVALID")
 
 
-class _OtherIssueCategories(Writer):
-    """D-ERR-001: a definition problem filed as category definition; an unknown field too (it is not defined)."""
-
-    def error_issue(self, err: IntentParseError, issue: Issue) -> dict[str, Any]:
-        written = super().error_issue(err, issue)
-        if (err.stage == "config" and issue.code in _CONFIG_CODES) or issue.code == "UNKNOWN_FIELD":
-            written["category"] = "definition"
-        return written
+def _definition_category(reference: Reference, writer: Writer, err: IntentParseError, issue: Issue) -> dict[str, Any]:
+    written: dict[str, Any] = reference(writer, err, issue)
+    if (err.stage == "config" and issue.code in _CONFIG_CODES) or issue.code == "UNKNOWN_FIELD":
+        written["category"] = "definition"
+    return written
 
 
+# D-ERR-001: a definition problem filed as category definition; an unknown field too (it is not defined).
 OTHER_ISSUE_CATEGORIES = Alteration(
     name="other-issue-categories",
     decisions=("D-ERR-001",),
     summary="configuration and unknown-field issues filed under category definition",
-    writer=_OtherIssueCategories,
+    writer={"error_issue": _definition_category},
 )
 
 
@@ -492,39 +453,36 @@ def _parent_pointer(path: str | None) -> str | None:
     return path
 
 
-class _RequestFaultsWithoutPointers(Writer):
-    """D-REQ-007: request faults name what is wrong in words only: their issues carry no pointer."""
-
-    def error_issue(self, err: IntentParseError, issue: Issue) -> dict[str, Any]:
-        written = super().error_issue(err, issue)
-        if err.stage == "input":
-            written["path"] = None
-        return written
+def _input_issue_without_pointer(reference: Reference, writer: Writer, err: IntentParseError,
+                                 issue: Issue) -> dict[str, Any]:  # fmt: skip
+    written: dict[str, Any] = reference(writer, err, issue)
+    if err.stage == "input":
+        written["path"] = None
+    return written
 
 
+# D-REQ-007: request faults name what is wrong in words only: their issues carry no pointer.
 COARSE_REQUEST_POINTERS = Alteration(
     name="request-faults-without-pointers",
     decisions=("D-REQ-007",),
     summary="a request fault's issue has path null instead of a pointer into the request",
-    writer=_RequestFaultsWithoutPointers,
+    writer={"error_issue": _input_issue_without_pointer},
 )
 
 
-class _NodePointers(Writer):
-    """D-SCH-008: a construction error points at the schema node holding the keyword, not at the keyword."""
-
-    def error_issue(self, err: IntentParseError, issue: Issue) -> dict[str, Any]:
-        written = super().error_issue(err, issue)
-        if err.stage == "config" and issue.code in ("SCHEMA_UNSUPPORTED", "LIMIT_EXCEEDED"):
-            written["path"] = _parent_pointer(issue.path) if issue.path else None
-        return written
+def _issue_at_node(reference: Reference, writer: Writer, err: IntentParseError, issue: Issue) -> dict[str, Any]:
+    written: dict[str, Any] = reference(writer, err, issue)
+    if err.stage == "config" and issue.code in ("SCHEMA_UNSUPPORTED", "LIMIT_EXCEEDED"):
+        written["path"] = _parent_pointer(issue.path) if issue.path else None
+    return written
 
 
+# D-SCH-008: a construction error points at the schema node holding the keyword, not at the keyword.
 NODE_POINTERS = Alteration(
     name="construction-error-at-node",
     decisions=("D-SCH-008",),
     summary="a construction error points at the schema node, not at its keyword",
-    writer=_NodePointers,
+    writer={"error_issue": _issue_at_node},
 )
 
 
@@ -575,26 +533,12 @@ JOB_NOT_FOUND_BY_CAUSE = Alteration(
 )
 
 
-TOKENS_JUDGED_OTHERWISE = Alteration(
-    name="tokens-judged-otherwise",
-    decisions=("D-BRG-008",),
-    summary="a token never issued for the job, or a used one with another text, is INPUT_INVALID, not a conflict",
-    policy=policy_changes(tokens_judged_by_cause=True),
-)
-
-
-class _CancelAtBridge(Writer):
-    """D-BRG-015: a cancelled job's error is written at stage bridge, where the cancel came from."""
-
-    def stage(self, err: IntentParseError) -> str:
-        return "bridge" if err.code in CANCEL_ENDINGS else super().stage(err)
-
-
+# D-BRG-015: a cancelled job's error is written at stage bridge, where the cancel came from.
 CANCEL_AT_BRIDGE = Alteration(
     name="cancel-at-bridge-stage",
     decisions=("D-BRG-015",),
     summary="a cancelled job's error has stage bridge, not the stage it was in",
-    writer=_CancelAtBridge,
+    writer={"stage": lambda reference, writer, err: "bridge" if err.code in CANCEL_ENDING_CODES else reference(writer, err)},
 )
 
 
