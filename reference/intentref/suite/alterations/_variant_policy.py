@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -43,32 +43,16 @@ from intentref.core.policy import Policy
 from intentref.core.schema_subset import DataError, KeywordCheck, SchemaPolicy, SubSchemas
 from intentref.core.text import has_text
 
+# The function an override replaces, as ``alteration.extend`` hands it to the override.
+Reference = Callable[..., Any]
+
 
 @dataclass(frozen=True)
 class VariantPolicy(Policy):
     """The reference's policy, and the core decisions a variant may take another way."""
 
-    # D-DAT-001: evidence at a parent path covers every leaf below it.  False: each returned
-    # leaf needs an evidence entry at its own path.
-    evidence_covers_children: bool = True
-    # D-COR-002: a member the contract does not name is a violation.  False: it is ignored.
-    closed_candidates: bool = True
     # D-JSON-001: a repeated member name makes a candidate invalid.  False: the last one wins.
     duplicate_keys_refused: bool = True
-    # D-SCH-003: every supported format is asserted.  False: formats only annotate.
-    formats_asserted: bool = True
-    # D-DAT-005: a schema violation of `data` is a contract violation (repairable).  False: it
-    # is a business fault, DATA_EXTRACTION_FAILED with DATA_CONSTRAINT_VIOLATED at its path.
-    schema_violation_is_contract_fault: bool = True
-    # D-DAT-003: violated / undetermined checks add an implied issue.  False: they do not add
-    # one, and the candidate's own issues are all the error carries (or a generic one).
-    implied_verdict_issues: bool = True
-    # D-DAT-003: the implied issue is left out where the candidate filed one at the check's
-    # path.  True: every violated / undetermined check adds its issue regardless.
-    verdict_issue_at_every_check: bool = False
-    # D-DAT-004: a required field cannot be not_provided.  False: it may, and that is a
-    # business fault (DATA_REQUIRED_MISSING).
-    required_not_provided_is_contract_fault: bool = True
     # D-JSON-002: a lone surrogate in a candidate makes it invalid.  False: each one is read
     # as U+FFFD, as a JavaScript host's TextDecoder would hand the text over.
     candidate_lone_surrogates_refused: bool = True
@@ -79,51 +63,6 @@ class VariantPolicy(Policy):
     # whole text is at fault).  False: they hold for the values inside `data` only, and the
     # fault is reported at that value's path.
     number_rules_on_every_literal: bool = True
-    # D-SCH-001: `pattern` and the `regex` format follow ECMA-262 (regress).  False: Python's
-    # `re` (what a plain Draft-7 validator in Python does).
-    ecma_regex: bool = True
-    # D-SCH-004: `$schema` takes http and https, each with or without the trailing `#`, at
-    # any node.  False: only the two canonical spellings, with the `#`, and only at the root.
-    any_draft7_id_spelling: bool = True
-    # D-DAT-002: each returned selected field with a description needs a check at its path.
-    # False: only the root description needs one (R-SRC-005); field checks are optional.
-    field_descriptions_need_checks: bool = True
-    # D-TXT-001: "blank" is ECMA-262 white space, as JavaScript's trim() reads it.  False: only
-    # ASCII white space is blank in a core candidate's texts (an ideographic space is text).
-    ecma_blank_texts: bool = True
-    # D-SCH-005: an anyOf/oneOf/allOf array that is empty or longer than 16 is
-    # SCHEMA_UNSUPPORTED.  True: LIMIT_EXCEEDED (the length read as a resource limit).
-    combination_length_is_a_limit: bool = False
-    # D-SCH-012: an empty enum is refused at construction.  True: accepted (it admits no value).
-    empty_enum_accepted: bool = False
-    # D-REQ-002: selected fields are ordered as the definition orders them.  False: in the
-    # order the request first lists them.
-    selection_in_definition_order: bool = True
-    # D-ERR-007: a contract fault has one issue per violation, pointing into the candidate.
-    # False: one issue with path null for the whole candidate, in the repair and the error.
-    contract_issues_point_into_candidate: bool = True
-    # D-CAN-002: a non-blank cancel detail is the ending's one issue ("non-blank").
-    # "dropped": never kept; "verbatim": any non-empty detail is kept, blank or not.
-    cancel_detail: str = "non-blank"
-
-    # --- the request, the repair, the ending (D-REQ-002, D-ERR-007, D-CAN-002) --------------
-
-    def select_fields(self, requested: list[str], defined: tuple[str, ...]) -> tuple[str, ...]:
-        if self.selection_in_definition_order:
-            return super().select_fields(requested, defined)
-        return tuple(dict.fromkeys(requested))
-
-    def contract_issues(self, violations: list[Violation]) -> list[Issue]:
-        if self.contract_issues_point_into_candidate:
-            return super().contract_issues(violations)
-        return [Issue("MODEL_OUTPUT_INVALID", "processing", None, "The candidate breaks the contract.")]
-
-    def detail_issues(self, code: str, detail: str | None) -> list[Issue]:
-        if self.cancel_detail == "dropped":
-            return []
-        if self.cancel_detail == "verbatim" and detail and not detail.strip():
-            return [Issue(code, "processing", None, detail)]  # a blank detail, kept as it came
-        return super().detail_issues(code, detail)
 
     # --- candidate text (D-JSON-001 .. D-JSON-004) ------------------------------------------
 
@@ -132,89 +71,6 @@ class VariantPolicy(Policy):
                 and self.unsafe_integral_doubles_refused and self.number_rules_on_every_literal):  # fmt: skip
             return super().read_candidate(text)
         return _read_candidate(text, self)
-
-    # --- the core contract (D-COR-002, D-TXT-001) -------------------------------------------
-
-    def core_violations(self, candidate: Any) -> list[Violation]:
-        found = super().core_violations(candidate)
-        if not self.closed_candidates:
-            found = without_unexpected_members(found)
-        if not self.ecma_blank_texts:
-            found = [v for v in found if not _ascii_text_at(candidate, v[0])]
-        return found
-
-    # --- the data contract (D-COR-002, D-DAT-001 .. D-DAT-005) ------------------------------
-
-    def data_rules(self) -> Mapping[str, Rule]:
-        rules = dict(super().data_rules())
-        if not self.evidence_covers_children:
-            rules["every_returned_leaf_has_evidence"] = every_leaf_has_evidence_at_its_own_path
-        if not self.field_descriptions_need_checks:
-            del rules["described_fields_are_checked"]  # only the root description needs a check
-        if not self.required_not_provided_is_contract_fault:
-            del rules["required_fields_are_not_omitted"]  # a business fault instead (below)
-        return rules
-
-    def data_contract_violations(self, candidate: dict[str, Any], ctx: DataContext) -> list[Violation]:
-        found = super().data_contract_violations(candidate, ctx)
-        if not self.closed_candidates:
-            # Seed 000 fixes the five root members ("恰有以下五个根字段"); only deeper levels open.
-            found = without_unexpected_members(found, keep_root=True)
-        return found
-
-    def business_issues(self, candidate: dict[str, Any], ctx: DataContext) -> list[Issue]:
-        if (self.implied_verdict_issues and not self.verdict_issue_at_every_check
-                and self.required_not_provided_is_contract_fault):  # fmt: skip
-            return super().business_issues(candidate, ctx)
-        issues = filed_issues(candidate)
-        if not self.required_not_provided_is_contract_fault:
-            issues.extend(_required_fields_not_provided(candidate, ctx, issues))
-        if self.implied_verdict_issues:
-            for check in candidate["descriptionChecks"]:
-                code = VERDICT_ISSUE_CODES.get(check["verdict"])
-                own = not self.verdict_issue_at_every_check and any(i.path == check["path"] for i in issues)
-                if code is not None and not own:
-                    issues.append(Issue(code, "definition", check["path"], check["explanation"]))
-        elif not issues:
-            # Verdicts imply no issues; the error still needs one (R-DAT-018).
-            failed = [c for c in candidate["descriptionChecks"] if c["verdict"] in VERDICT_ISSUE_CODES]
-            if failed:
-                issues.append(Issue(VERDICT_ISSUE_CODES[failed[0]["verdict"]], "definition", None,
-                                    "a description check was not satisfied."))  # fmt: skip
-        return issues
-
-    def schema_judgement(self, errors: list[DataError]) -> DataJudgement:
-        if not self.schema_violation_is_contract_fault and not any(e.keyword == "type" for e in errors):
-            # A business fault, except a value of the wrong type (seed 004 names a field type
-            # error MODEL_OUTPUT_INVALID).
-            return DataJudgement([], [Issue("DATA_CONSTRAINT_VIOLATED", "definition", e.path, e.message)
-                                      for e in errors], None)  # fmt: skip
-        return super().schema_judgement(errors)
-
-    # --- the schema subset (D-SCH-001, D-SCH-003, D-SCH-004) --------------------------------
-
-    def keyword_checks(self) -> Mapping[str, KeywordCheck]:
-        checks = dict(super().keyword_checks())
-        if not self.any_draft7_id_spelling:
-            checks["$schema"] = _canonical_dialect_at_the_root
-        if self.combination_length_is_a_limit:
-            for keyword in ("anyOf", "oneOf", "allOf"):
-                checks[keyword] = functools.partial(_combination_length_limited, checks[keyword])
-        if self.empty_enum_accepted:
-            checks["enum"] = functools.partial(_empty_enum_accepted, checks["enum"])
-        return checks
-
-    def regex_compiles(self, pattern: str) -> bool:
-        return super().regex_compiles(pattern) if self.ecma_regex else python_regex_compiles(pattern)
-
-    def data_validator(self, schema: Any) -> Any:
-        if self.ecma_regex and self.formats_asserted:
-            return super().data_validator(schema)
-        draft7, ecma, formats = schema_subset.validation_kit()
-        cls = ecma if self.ecma_regex else draft7
-        if not self.formats_asserted:
-            return cls(schema)  # formats only annotate
-        return cls(schema, format_checker=formats if self.ecma_regex else _python_re_formats())
 
 
 # --------------------------------------------------------------------------- candidate text
@@ -392,3 +248,137 @@ def _python_re_formats() -> Any:
     checker = FormatChecker(formats=())
     checker.checkers = {**formats.checkers, "regex": (lambda i: not isinstance(i, str) or python_regex_compiles(i), ())}
     return checker
+
+
+# --------------------------------------------------------------------------- overrides of Policy's rules
+# Each is called with the reference's rule first (``alteration.extend``); the catalogue entries
+# that use them are in ``_variants_core`` and ``_variants_boundary``.
+
+
+def selection_in_request_order(reference: Reference, policy: Policy, requested: list[str],
+                               defined: tuple[str, ...]) -> tuple[str, ...]:  # fmt: skip
+    """D-REQ-002 the other way: selected fields in the order the request first lists them."""
+    return tuple(dict.fromkeys(requested))
+
+
+def one_contract_issue(reference: Reference, policy: Policy, violations: list[Violation]) -> list[Issue]:
+    """D-ERR-007 the other way: one issue with path null for the whole candidate."""
+    return [Issue("MODEL_OUTPUT_INVALID", "processing", None, "The candidate breaks the contract.")]
+
+
+def detail_dropped(reference: Reference, policy: Policy, code: str, detail: str | None) -> list[Issue]:
+    """D-CAN-002 the other way: a cancel's detail is never kept."""
+    return []
+
+
+def detail_verbatim(reference: Reference, policy: Policy, code: str, detail: str | None) -> list[Issue]:
+    """D-CAN-002 the other way: any non-empty detail is kept, a blank one as it came."""
+    if detail and not detail.strip():
+        return [Issue(code, "processing", None, detail)]
+    answer: list[Issue] = reference(policy, code, detail)
+    return answer
+
+
+def open_core_candidate(reference: Reference, policy: Policy, candidate: Any) -> list[Violation]:
+    """D-COR-002 the other way: a core member the contract does not name is ignored."""
+    return without_unexpected_members(reference(policy, candidate))
+
+
+def open_data_candidate(reference: Reference, policy: Policy, candidate: dict[str, Any], ctx: DataContext) -> list[Violation]:
+    """D-COR-002 the other way, below the data candidate's root: seed 000 fixes the five root
+    members ("恰有以下五个根字段"); only deeper levels open."""
+    return without_unexpected_members(reference(policy, candidate, ctx), keep_root=True)
+
+
+def ascii_blanks(reference: Reference, policy: Policy, candidate: Any) -> list[Violation]:
+    """D-TXT-001 the other way: only ASCII white space is blank in a core candidate's texts."""
+    return [v for v in reference(policy, candidate) if not _ascii_text_at(candidate, v[0])]
+
+
+def evidence_per_leaf(reference: Reference, policy: Policy) -> Mapping[str, Rule]:
+    """D-DAT-001 the other way: each returned leaf needs an evidence entry at its own path."""
+    return {**reference(policy), "every_returned_leaf_has_evidence": every_leaf_has_evidence_at_its_own_path}
+
+
+def root_description_checks_only(reference: Reference, policy: Policy) -> Mapping[str, Rule]:
+    """D-DAT-002 the other way: only the root description needs a check (R-SRC-005)."""
+    return {name: rule for name, rule in reference(policy).items() if name != "described_fields_are_checked"}
+
+
+def schema_violations_are_business(reference: Reference, policy: Policy, errors: list[DataError]) -> DataJudgement:
+    """D-DAT-005 the other way: a business fault, DATA_CONSTRAINT_VIOLATED at its path, except a
+    value of the wrong type (seed 004 names a field type error MODEL_OUTPUT_INVALID)."""
+    if any(e.keyword == "type" for e in errors):
+        answer: DataJudgement = reference(policy, errors)
+        return answer
+    return DataJudgement([], [Issue("DATA_CONSTRAINT_VIOLATED", "definition", e.path, e.message) for e in errors], None)
+
+
+def canonical_draft7_id(reference: Reference, policy: Policy) -> Mapping[str, KeywordCheck]:
+    """D-SCH-004 the other way: ``$schema`` takes the canonical spellings only, at the root only."""
+    return {**reference(policy), "$schema": _canonical_dialect_at_the_root}
+
+
+def combination_length_limited(reference: Reference, policy: Policy) -> Mapping[str, KeywordCheck]:
+    """D-SCH-005 the other way: a combination's length is a limit (LIMIT_EXCEEDED)."""
+    checks = dict(reference(policy))
+    for keyword in ("anyOf", "oneOf", "allOf"):
+        checks[keyword] = functools.partial(_combination_length_limited, checks[keyword])
+    return checks
+
+
+def empty_enum_accepted(reference: Reference, policy: Policy) -> Mapping[str, KeywordCheck]:
+    """D-SCH-012 the other way: ``enum: []`` is accepted."""
+    checks = reference(policy)
+    return {**checks, "enum": functools.partial(_empty_enum_accepted, checks["enum"])}
+
+
+def required_not_provided_is_business(reference: Reference, policy: Policy) -> Mapping[str, Rule]:
+    """D-DAT-004 the other way, in the contract: a required field may be reported not_provided."""
+    return {name: rule for name, rule in reference(policy).items() if name != "required_fields_are_not_omitted"}
+
+
+def required_missing_issues(reference: Reference, policy: Policy, candidate: dict[str, Any],
+                            ctx: DataContext) -> list[Issue]:  # fmt: skip
+    """D-DAT-004 the other way, in the issues: after the filed ones, DATA_REQUIRED_MISSING for each
+    required field reported not_provided; the failed checks' issues come after both."""
+    issues = filed_issues(candidate)
+    issues.extend(_required_fields_not_provided(candidate, ctx, issues))
+    return policy.implied_issues(candidate, issues)
+
+
+def no_implied_issues(reference: Reference, policy: Policy, candidate: dict[str, Any], issues: list[Issue]) -> list[Issue]:
+    """D-DAT-003 the other way: failed checks imply no issue; with none at all, the error still
+    needs one (R-DAT-018), a generic one for the first failed check."""
+    failed = [c for c in candidate["descriptionChecks"] if c["verdict"] in VERDICT_ISSUE_CODES]
+    if issues or not failed:
+        return issues
+    return [Issue(VERDICT_ISSUE_CODES[failed[0]["verdict"]], "definition", None, "a description check was not satisfied.")]
+
+
+def verdict_issue_at_every_check(reference: Reference, policy: Policy, candidate: dict[str, Any],
+                                 issues: list[Issue]) -> list[Issue]:  # fmt: skip
+    """D-DAT-003 the other way: every failed check adds its issue, even beside one filed at its path."""
+    for check in candidate["descriptionChecks"]:
+        code = VERDICT_ISSUE_CODES.get(check["verdict"])
+        if code is not None:
+            issues.append(Issue(code, "definition", check["path"], check["explanation"]))
+    return issues
+
+
+def python_regex(reference: Reference, policy: Policy, pattern: str) -> bool:
+    """D-SCH-001 the other way, at construction: ``pattern`` compiles as Python ``re``."""
+    return python_regex_compiles(pattern)
+
+
+def python_regex_validator(reference: Reference, policy: Policy, schema: Any) -> Any:
+    """D-SCH-001 the other way, in the data: plain Draft 7 (Python ``re`` for ``pattern``), with
+    the ``regex`` format read by ``re`` too wherever formats are asserted at all."""
+    given = reference(policy, schema)
+    draft7, _ecma, _formats = schema_subset.validation_kit()
+    return draft7(given.schema, format_checker=None if given.format_checker is None else _python_re_formats())
+
+
+def formats_annotate(reference: Reference, policy: Policy, schema: Any) -> Any:
+    """D-SCH-003 the other way: formats only annotate; no value is refused for its format."""
+    return reference(policy, schema).evolve(format_checker=None)

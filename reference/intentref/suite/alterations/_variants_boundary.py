@@ -1,4 +1,4 @@
-"""Decision variants at the boundary: how replies are written, and how requests and configurations are read.
+"""Decision variants at the boundary: how replies are written, and the rules around them.
 
 These are the choices an independent implementation most often makes differently.  Each
 variant takes a reference decision another way that the seeds also allow (``alteration``):
@@ -8,15 +8,13 @@ variant takes a reference decision another way that the seeds also allow (``alte
   (``Alteration.writer``), so the variant Bridge writes its replies that way itself, before
   it keeps them for replay and counts their bytes;
 * *rules*: where the decision is about which issues or fields there are, the default
-  language or the schema subset's keyword table, a ``VariantPolicy`` field that the core's
-  rule reads (D-ERR-007, D-CAN-002, D-REQ-002, D-CFG-002, D-SCH-005, D-SCH-012); how used
-  tokens are answered (D-BRG-007, D-BRG-008) is the Bridge's, swapped in ``_variants_bridge``
-  and listed here;
-* *reading*: a request rewritten before the reference sees it, or answered in its place
-  (the job ids judged at the door), and an instance member taken away before it is built
-  (D-CNF-040 says why these stay at the boundary).  Each such hook reads the input as the
-  variant's implementation would and hands the reference what that reading means; every
-  one is deterministic.
+  language or the schema subset's keyword table, an override of the ``Policy`` rule that
+  applies it (``Alteration.rules``; D-ERR-007, D-CAN-002, D-REQ-002, D-SCH-005, D-SCH-012) or
+  a policy value (D-CFG-002); how used tokens are answered (D-BRG-007, D-BRG-008) is the
+  Bridge's, swapped in ``_variants_bridge``;
+* *reading*: requests and configurations read another way at the door (``_variants_requests``).
+
+``VARIANTS`` lists all of them in the catalogue's order, wherever each is defined.
 """
 
 from __future__ import annotations
@@ -24,29 +22,37 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from intentref.bridge import BridgeReply
 from intentref.core.errors import DATA_ISSUE_CODES, IntentParseError, Issue
 from intentref.core.request import Source
 from intentref.core.task import Repair, Task
 from intentref.core.wire import CANCEL_ENDING_CODES
 from intentref.core.writer import Writer
+from intentref.suite.alterations._variant_policy import (
+    Reference,
+    combination_length_limited,
+    detail_dropped,
+    detail_verbatim,
+    empty_enum_accepted,
+    one_contract_issue,
+    selection_in_request_order,
+)
 from intentref.suite.alterations._variants_bridge import (
     CANCELLED_TOKEN_CONFLICTS,
     NO_REPLAY,
     TOKENS_JUDGED_OTHERWISE,
 )
-from intentref.suite.alterations.alteration import Alteration, Memory, Reference, policy_changes
-from intentref.suite.cases.capabilities import REPAIR_ATTEMPTS
-
-
-def _error(reply: BridgeReply) -> dict[str, Any] | None:
-    err = reply.get("error") if reply.get("kind") == "error" else None
-    return err if isinstance(err, dict) else None
-
-
-def _new_error_reply(code: str, stage: str, message: str, issues: list[dict[str, Any]]) -> BridgeReply:
-    return {"kind": "error", "error": {"code": code, "stage": stage, "message": message, "issues": issues}}
-
+from intentref.suite.alterations._variants_requests import (
+    FIELDS_NULL_REFUSED,
+    JOB_NOT_FOUND_BY_CAUSE,
+    LENIENT_MEMBERS,
+    NULL_OUTCOME,
+    REPAIRS_NOT_CONFIGURABLE,
+    REPEATED_FIELD_REFUSED,
+    REPLAY_TTL_BOUNDS_IDLE_JOBS,
+    STRICT_CONTEXT,
+    SURROGATES_REPLACED,
+)
+from intentref.suite.alterations.alteration import Alteration, policy_changes
 
 # --------------------------------------------------------------------------- wording
 
@@ -155,7 +161,7 @@ REQUEST_ORDER_FIELDS = Alteration(
     name="request-order-fields",
     decisions=("D-REQ-002",),
     summary="selectedFields in the order the request lists them",
-    policy=policy_changes(selection_in_definition_order=False),
+    rules={"select_fields": selection_in_request_order},
 )
 
 
@@ -185,7 +191,7 @@ PLAIN_CONTRACT_ISSUES = Alteration(
     name="plain-contract-issues",
     decisions=("D-ERR-007",),
     summary="MODEL_OUTPUT_INVALID carries one issue with path null, not pointers into the candidate",
-    policy=policy_changes(contract_issues_point_into_candidate=False),
+    rules={"contract_issues": one_contract_issue},
 )
 
 
@@ -218,7 +224,7 @@ DETAIL_DROPPED = Alteration(
     name="cancel-detail-dropped",
     decisions=("D-CAN-002",),
     summary="a cancel's detail is not kept as an issue",
-    policy=policy_changes(cancel_detail="dropped"),
+    rules={"detail_issues": detail_dropped},
 )
 
 
@@ -279,134 +285,7 @@ OTHER_CODES = Alteration(
 )
 
 
-# --------------------------------------------------------------------------- requests
-
-
-_PARSE_MEMBERS = ("instance", "input", "context", "fields")
-_MEMBERS = {"prepare": _PARSE_MEMBERS, "accept": ("jobId", "stepToken", "candidateText"),
-            "cancel": ("jobId", "outcome", "detail")}  # fmt: skip
-
-
-def _ignore_unknown_members(op: str, request: Any, memory: Memory) -> Any:
-    if isinstance(request, dict) and op in _MEMBERS:
-        return {k: v for k, v in request.items() if k in _MEMBERS[op]}
-    return request
-
-
-LENIENT_MEMBERS = Alteration(
-    name="lenient-members",
-    decisions=("D-REQ-001",),
-    summary="unknown request members are ignored, not refused",
-    before=_ignore_unknown_members,
-)
-
-
-def _fields_null_refused(op: str, request: Any, memory: Memory) -> Any:
-    if op == "prepare" and isinstance(request, dict) and "fields" in request and request["fields"] is None:
-        message = "fields must be an array of field names."
-        return _new_error_reply("INPUT_INVALID", "input", message, [
-            {"code": "INPUT_INVALID", "category": "input", "path": "/fields", "message": message}])
-    return request
-
-
-FIELDS_NULL_REFUSED = Alteration(
-    name="fields-null-refused",
-    decisions=("D-REQ-005",),
-    summary="fields: null is refused, not read as absent",
-    before=_fields_null_refused,
-)
-
-
-def _strict_context(op: str, request: Any, memory: Memory) -> Any:
-    if op != "prepare" or not isinstance(request, dict) or "context" not in request:
-        return request
-    context = request["context"]
-
-    def refuse(path: str) -> BridgeReply:
-        message = "context must hold non-blank text."
-        return _new_error_reply("INPUT_INVALID", "input", message,
-                            [{"code": "INPUT_INVALID", "category": "input", "path": path, "message": message}])  # fmt: skip
-
-    if context is None:
-        return refuse("/context")
-    if isinstance(context, str) and not context.strip():
-        return refuse("/context")
-    if isinstance(context, list):
-        kept = []
-        for index, message in enumerate(context):
-            if isinstance(message, dict):
-                content = message.get("content")
-                if isinstance(content, str) and not content.strip():
-                    return refuse(f"/context/{index}/content")
-                message = {k: v for k, v in message.items() if k in ("role", "content")}
-            kept.append(message)
-        request["context"] = kept
-    return request
-
-
-STRICT_CONTEXT = Alteration(
-    name="strict-context",
-    decisions=("D-REQ-004",),
-    summary="blank or null context refused; extra message members ignored",
-    before=_strict_context,
-)
-
-
-def _replace_surrogates(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    if isinstance(value, list):
-        return [_replace_surrogates(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _replace_surrogates(v) for k, v in value.items()}
-    return value
-
-
-def _surrogates_replaced(op: str, request: Any, memory: Memory) -> Any:
-    if op == "prepare" and isinstance(request, dict):
-        for member in ("input", "context"):
-            if member in request:
-                request[member] = _replace_surrogates(request[member])
-    return request
-
-
-SURROGATES_REPLACED = Alteration(
-    name="surrogates-replaced",
-    decisions=("D-REQ-003",),
-    summary="lone surrogates in request text become U+FFFD, as a JavaScript host's encoder writes them",
-    before=_surrogates_replaced,
-)
-
-
-def _null_outcome_is_absent(op: str, request: Any, memory: Memory) -> Any:
-    if op == "cancel" and isinstance(request, dict) and "outcome" in request and request["outcome"] is None:
-        del request["outcome"]
-    return request
-
-
-NULL_OUTCOME = Alteration(
-    name="null-outcome-default",
-    decisions=("D-BRG-015",),
-    summary="cancel outcome: null means the default, cancelled",
-    before=_null_outcome_is_absent,
-)
-
-
 # --------------------------------------------------------------------------- configuration
-
-
-def _without_repair_attempts(name: str, config: dict[str, Any]) -> dict[str, Any]:
-    config.pop("repairAttempts", None)
-    return config
-
-
-REPAIRS_NOT_CONFIGURABLE = Alteration(
-    name="repairs-not-configurable",
-    decisions=("D-CFG-001", "D-LIM-005"),
-    summary="an instance takes no repairAttempts member: one repair per stage, always",
-    config=_without_repair_attempts,
-    lacks={REPAIR_ATTEMPTS: "repairs are not configurable per instance in this variant"},
-)
 
 
 DEFAULT_LANGUAGE_ZH = Alteration(
@@ -421,7 +300,7 @@ COMBINATION_LIMIT = Alteration(
     name="combination-length-limit",
     decisions=("D-SCH-005",),
     summary="an anyOf/oneOf/allOf array outside 1-16 is LIMIT_EXCEEDED, not SCHEMA_UNSUPPORTED",
-    policy=policy_changes(combination_length_is_a_limit=True),
+    rules={"keyword_checks": combination_length_limited},
 )
 
 
@@ -490,50 +369,10 @@ EMPTY_ENUM_ACCEPTED = Alteration(
     name="empty-enum-accepted",
     decisions=("D-SCH-012",),
     summary="enum: [] is accepted (it admits no value)",
-    policy=policy_changes(empty_enum_accepted=True),
+    rules={"keyword_checks": empty_enum_accepted},
 )
 
 
-def _issued_jobs(memory: Memory) -> dict[Any, Any]:
-    issued: dict[Any, Any] = memory["bridge"].setdefault("issued", {})
-    return issued
-
-
-def _record_issued(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
-    if op == "prepare" and reply.get("kind") == "task":
-        _issued_jobs(memory)[reply.get("jobId")] = memory["session"]
-    err = _error(reply)
-    if err is None or err.get("code") != "BRIDGE_JOB_NOT_FOUND" or not isinstance(request, dict):
-        return reply
-    owner = _issued_jobs(memory).get(request.get("jobId"))
-    if owner is not None and owner is not memory["session"]:  # another connection's (or a closed one's)
-        message = "This job belongs to another connection."
-        return _new_error_reply("INPUT_INVALID", "bridge", message,
-                            [{"code": "INPUT_INVALID", "category": "input", "path": "/jobId", "message": message}])  # fmt: skip
-    if op == "accept":  # one's own job, no longer held: seed 000 fixes only cancel's answer
-        err["message"] = "This job is no longer held."
-    return reply
-
-
-def _never_issued_is_invalid(op: str, request: Any, memory: Memory) -> Any:
-    if op in ("accept", "cancel") and isinstance(request, dict) and isinstance(request.get("jobId"), str) \
-            and request["jobId"] not in _issued_jobs(memory):
-        message = "jobId was never issued by this Bridge."
-        return _new_error_reply("INPUT_INVALID", "bridge", message,
-                            [{"code": "INPUT_INVALID", "category": "input", "path": "/jobId", "message": message}])  # fmt: skip
-    return request
-
-
-JOB_NOT_FOUND_BY_CAUSE = Alteration(
-    name="unknown-jobs-by-cause",
-    decisions=("D-BRG-003",),
-    summary="a jobId never issued, or another connection's, is INPUT_INVALID; accept on a job no longer held words NOT_FOUND its own way",
-    before=_never_issued_is_invalid,
-    after=_record_issued,
-)
-
-
-# D-BRG-015: a cancelled job's error is written at stage bridge, where the cancel came from.
 CANCEL_AT_BRIDGE = Alteration(
     name="cancel-at-bridge-stage",
     decisions=("D-BRG-015",),
@@ -546,61 +385,7 @@ DETAIL_KEPT_VERBATIM = Alteration(
     name="cancel-detail-verbatim",
     decisions=("D-CAN-002",),
     summary="any non-empty cancel detail, blank or not, is kept as the error's issue",
-    policy=policy_changes(cancel_detail="verbatim"),
-)
-
-
-def _repeated_field_refused(op: str, request: Any, memory: Memory) -> Any:
-    if op == "prepare" and isinstance(request, dict) and isinstance(request.get("fields"), list):
-        fields = request["fields"]
-        for index, name in enumerate(fields):
-            if name in fields[:index]:
-                message = "fields names a field twice."
-                return _new_error_reply("INPUT_INVALID", "input", message, [
-                    {"code": "INPUT_INVALID", "category": "input", "path": f"/fields/{index}", "message": message}])
-    return request
-
-
-REPEATED_FIELD_REFUSED = Alteration(
-    name="repeated-field-refused",
-    decisions=("D-REQ-002",),
-    summary="a field named twice in fields is refused",
-    before=_repeated_field_refused,
-)
-
-
-def _replay_ttl_bounds_idle_jobs(op: str, request: Any, memory: Memory) -> Any:
-    """With replayTtlMs set, a job untouched for that long is gone, active or not."""
-    import time
-
-    ttl = memory["bridge"]["options"].get("replayTtlMs") or 0
-    touched = memory.setdefault("touched", {})
-    job = request.get("jobId") if isinstance(request, dict) else None
-    now = time.monotonic() * 1000
-    if ttl > 0 and op in ("accept", "cancel") and job in touched and now - touched[job] >= ttl:
-        message = "No job with this jobId is held."
-        return _new_error_reply("BRIDGE_JOB_NOT_FOUND", "bridge", message,
-                            [{"code": "BRIDGE_JOB_NOT_FOUND", "category": "input", "path": "/jobId", "message": message}])  # fmt: skip
-    return request
-
-
-def _touch(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
-    import time
-
-    job = reply.get("jobId") if reply.get("kind") == "task" else None
-    if job is None and isinstance(request, dict) and op in ("accept", "cancel") and _error(reply) is None:
-        job = request.get("jobId")
-    if isinstance(job, str):
-        memory.setdefault("touched", {})[job] = time.monotonic() * 1000
-    return reply
-
-
-REPLAY_TTL_BOUNDS_IDLE_JOBS = Alteration(
-    name="replay-ttl-bounds-idle-jobs",
-    decisions=("D-BRG-016",),
-    summary="replayTtlMs also drops an active job left untouched that long",
-    before=_replay_ttl_bounds_idle_jobs,
-    after=_touch,
+    rules={"detail_issues": detail_verbatim},
 )
 
 

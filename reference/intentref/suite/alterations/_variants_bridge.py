@@ -33,7 +33,8 @@ from intentref.core.errors import IntentParseError, Issue, error, self_issue
 from intentref.core.job import Job
 from intentref.core.policy import Policy
 from intentref.core.wire import CANCEL_ENDING_CODES
-from intentref.suite.alterations.alteration import Alteration, Memory, Reference, policy_changes
+from intentref.suite.alterations._variant_policy import Reference
+from intentref.suite.alterations.alteration import Alteration, Memory, policy_changes
 
 T = TypeVar("T")
 

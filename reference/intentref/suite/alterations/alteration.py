@@ -55,7 +55,6 @@ Memory = dict[str, Any]
 # An override of one function of a table: called with the function it replaces (``reference``)
 # first, then that function's own arguments, so that it can defer to it for what it leaves alone.
 Override = Callable[..., Any]
-Reference = Callable[..., Any]  # the function an override replaces, as it receives it
 T = TypeVar("T")
 
 
@@ -77,8 +76,10 @@ class Alteration:
       ``accept``, ``cancel``, or ``config`` for a configuration error wrapped as a reply);
       ``request`` is the caller's own.
 
-    ``store`` and ``writer`` map a method name of ``JobStore`` / ``Writer`` to its override
-    (``extend``): the altered reference keeps its jobs and writes its replies with them.
+    ``policy`` changes values of the ``VariantPolicy`` the altered reference is built with (a
+    limit, a default, a field a rule still reads); ``rules``, ``store`` and ``writer`` map a
+    method name of ``Policy`` / ``JobStore`` / ``Writer`` to its override (``extend``): the
+    altered reference judges, keeps its jobs and writes its replies with them.
 
     ``lacks`` maps a capability a case may need (``capabilities.REPAIR_ATTEMPTS``) to the
     reason the alteration does not offer it.  ``envelope_only``: the change is in the MCP
@@ -93,6 +94,7 @@ class Alteration:
     seed_rule: str | None = None
     catch_with: str = ""
     policy: Mapping[str, Any] = field(default_factory=dict)
+    rules: Mapping[str, Override] = field(default_factory=dict)
     store: Mapping[str, Override] = field(default_factory=dict)
     writer: Mapping[str, Override] = field(default_factory=dict)
     config: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
@@ -221,7 +223,7 @@ def altered_bridge_factory(alterations: Iterable[Alteration]) -> Callable[[Mappi
     replies itself.
     """
     chosen = tuple(alterations)
-    if any(a.policy for a in chosen):
+    if any(a.policy or a.rules for a in chosen):
         raise ValueError("an alteration that changes the policy needs AlteredTarget.open, not a Bridge factory")
     writer = combined_writer(chosen)
     policy = REFERENCE_POLICY if writer is None else REFERENCE_POLICY.but(writer=writer)
@@ -256,7 +258,7 @@ class AlteredTarget(Target):
         writer = combined_writer(self.alterations)
         if writer is not None:
             changed["writer"] = writer
-        self.policy: Policy = VariantPolicy().but(**changed)
+        self.policy: Policy = _extended(VariantPolicy, self.alterations, "rules")().but(**changed)
         self.store = altered_store(self.alterations)
         default = "variant:" + "+".join(a.name for a in self.alterations)
         self.name = (name or default) + (" (MCP model)" if envelope else "")
