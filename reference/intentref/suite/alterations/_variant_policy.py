@@ -1,19 +1,20 @@
-"""The reference's ``Policy`` with decisions taken another way: what decision variants build.
+"""The core's rules taken another way: what decision variants swap into the reference's ``Policy``.
 
 The core applies the reference's rules only; each rule a decision shapes is a method of
 ``intentref.core.policy.Policy`` (reading candidate text, the core contract, the data
-contract's rule table, business issues, the schema verdict, the keyword table, regular
-expressions, the data validator).  ``VariantPolicy`` is that policy with one field per
-alternative reading the seeds also allow, every default the reference's, and each method
-overridden here to read its fields.  So the alternatives live beside the catalogue that
-names them (``_variants_core``), not as branches inside the rules.
+contract's rule table, the implied issues, the schema verdict, the keyword table, regular
+expressions, the data validator, ...).  A decision variant swaps one of them for a function
+here (``Alteration.rules``, combined by ``alteration.extend``): called with the reference's
+rule first, it may defer to it for what it leaves alone.  So the alternatives live beside the
+catalogue that names them (``_variants_core``, ``_variants_boundary``), not as branches inside
+the rules, and no rule reads a flag.
 
-The Bridge's decisions are methods of ``intentref.bridge_store.JobStore``; a variant of one
-swaps that method (``_variants_bridge``), with no field here.
-
-A field left at its default changes nothing: ``VariantPolicy()`` judges exactly as the
-reference does, which ``tests/conformance/test_variants_core.py`` checks, and every
-method falls back to the reference's own rule whenever its fields are at their defaults.
+``VariantPolicy`` is the policy every altered reference is built with: the reference's, with
+its candidate-text reading also written as a table of parts (``READING``), because the four
+readings of D-JSON-001 .. D-JSON-004 combine inside one decoder.  ``VariantPolicy()`` judges
+exactly as the reference does, which ``tests/conformance/test_variants_core.py`` checks.
+The Bridge's decisions are methods of ``intentref.bridge_store.JobStore``, swapped in
+``_variants_bridge``.
 """
 
 from __future__ import annotations
@@ -49,28 +50,17 @@ Reference = Callable[..., Any]
 
 @dataclass(frozen=True)
 class VariantPolicy(Policy):
-    """The reference's policy, and the core decisions a variant may take another way."""
+    """The reference's policy, with its candidate-text reading as a table a variant can swap parts of.
 
-    # D-JSON-001: a repeated member name makes a candidate invalid.  False: the last one wins.
-    duplicate_keys_refused: bool = True
-    # D-JSON-002: a lone surrogate in a candidate makes it invalid.  False: each one is read
-    # as U+FFFD, as a JavaScript host's TextDecoder would hand the text over.
-    candidate_lone_surrogates_refused: bool = True
-    # D-JSON-003: an integral value beyond the safe range is refused however it is written.
-    # False: only integer *literals* must be safe; 1e20 written as a double is that double.
-    unsafe_integral_doubles_refused: bool = True
-    # D-JSON-004: the number rules hold for every number literal of the candidate text (the
-    # whole text is at fault).  False: they hold for the values inside `data` only, and the
-    # fault is reported at that value's path.
-    number_rules_on_every_literal: bool = True
+    The four readings of D-JSON-001 .. D-JSON-004 combine inside one JSON decoder, so they are
+    parts of one table (``candidate_reading``, the reference's own is ``READING``) rather than
+    rules of their own; a variant that swaps a part also swaps ``read_candidate`` for
+    ``read_by_parts``, which reads with the table.
+    """
 
-    # --- candidate text (D-JSON-001 .. D-JSON-004) ------------------------------------------
-
-    def read_candidate(self, text: str) -> Any:
-        if (self.duplicate_keys_refused and self.candidate_lone_surrogates_refused
-                and self.unsafe_integral_doubles_refused and self.number_rules_on_every_literal):  # fmt: skip
-            return super().read_candidate(text)
-        return _read_candidate(text, self)
+    def candidate_reading(self) -> Mapping[str, Any]:
+        """D-JSON-001 .. D-JSON-004, part by part: the reference's strict reading."""
+        return READING
 
 
 # --------------------------------------------------------------------------- candidate text
@@ -84,7 +74,7 @@ class _FaultyFloat(float):
     problem = ""
 
 
-def _parse_float_keeping_unsafe_doubles(literal: str) -> float | int:
+def parse_float_keeping_unsafe_doubles(literal: str) -> float | int:
     """D-JSON-003 the other way: a double written as one stays that double, however large."""
     value = jsontext.read_double(literal)
     if value.is_integer() and abs(value) > MAX_SAFE_INTEGER:
@@ -92,48 +82,75 @@ def _parse_float_keeping_unsafe_doubles(literal: str) -> float | int:
     return jsontext.parse_float(literal)
 
 
-def _read_candidate(text: str, policy: VariantPolicy) -> Any:
-    """``parse_candidate`` under the variant's readings of D-JSON-001 .. D-JSON-004."""
+def every_literal(parse_int: Callable[[str], Any], parse_float: Callable[[str], Any]) -> tuple[Any, Any, Any]:
+    """D-JSON-004: the number rules hold for every literal; a fault fails the whole text at once."""
+    return parse_int, parse_float, lambda value: value
+
+
+def numbers_in_data_only(parse_int: Callable[[str], Any], parse_float: Callable[[str], Any]) -> tuple[Any, Any, Any]:
+    """D-JSON-004 the other way: a faulty literal is kept aside and judged where it stands; inside
+    ``data`` it is a fault at its path, elsewhere a plain number."""
     faulty: list[Any] = []
-    parse_float = jsontext.parse_float if policy.unsafe_integral_doubles_refused else _parse_float_keeping_unsafe_doubles
 
-    def faulty_int(literal: str) -> Any:
-        try:
-            return jsontext.parse_int(literal)
-        except CandidateTextError as exc:
-            return _faulty(_FaultyInt(literal), str(exc))
+    def kept_aside(parse: Callable[[str], Any], kind: type[_FaultyInt | _FaultyFloat]) -> Callable[[str], Any]:
+        def read(literal: str) -> Any:
+            try:
+                return parse(literal)
+            except CandidateTextError as exc:
+                value = kind(literal)
+                value.problem = str(exc)
+                faulty.append(value)
+                return value
 
-    def faulty_float(literal: str) -> Any:
-        try:
-            return parse_float(literal)
-        except CandidateTextError as exc:
-            return _faulty(_FaultyFloat(literal), str(exc))
+        return read
 
-    def _faulty(value: Any, problem: str) -> Any:
-        value.problem = problem
-        faulty.append(value)
-        return value
+    def judged(value: Any) -> Any:
+        return _judge_numbers_in_data(value) if faulty else value
 
-    everywhere = policy.number_rules_on_every_literal
-    decoder = json.JSONDecoder(
-        object_pairs_hook=jsontext.reject_duplicates if policy.duplicate_keys_refused else None,
-        parse_int=jsontext.parse_int if everywhere else faulty_int,
-        parse_float=parse_float if everywhere else faulty_float,
-        parse_constant=jsontext.reject_constant,
-    )
-    surrogates_refused = policy.candidate_lone_surrogates_refused
-    if surrogates_refused:
-        jsontext.check_text(text)
-    else:
-        text = well_formed(text)  # D-JSON-002 the other way: raw lone surrogates read as U+FFFD
-    value = jsontext.decode(decoder, text, policy.max_candidate_depth)
-    escapes = jsontext.SURROGATE_ESCAPE.search(text) is not None
-    jsontext.check_depth(value, check_strings=escapes and surrogates_refused, max_depth=policy.max_candidate_depth)
-    if escapes and not surrogates_refused:
-        value = _well_formed_strings(value)
-    if faulty:
-        value = _judge_numbers_in_data(value)
+    return kept_aside(parse_int, _FaultyInt), kept_aside(parse_float, _FaultyFloat), judged
+
+
+def surrogates_refused(text: str, decode: Callable[[str], Any], max_depth: int) -> Any:
+    """D-JSON-002: a lone surrogate, raw or escaped, makes the candidate invalid."""
+    jsontext.check_text(text)
+    value = decode(text)
+    jsontext.check_depth(value, check_strings=jsontext.SURROGATE_ESCAPE.search(text) is not None, max_depth=max_depth)
     return value
+
+
+def surrogates_replaced(text: str, decode: Callable[[str], Any], max_depth: int) -> Any:
+    """D-JSON-002 the other way: each lone surrogate, raw or escaped, is read as U+FFFD."""
+    text = well_formed(text)
+    value = decode(text)
+    jsontext.check_depth(value, check_strings=False, max_depth=max_depth)
+    return _well_formed_strings(value) if jsontext.SURROGATE_ESCAPE.search(text) is not None else value
+
+
+# The reference's reading of candidate text, part by part (``jsontext.parse_candidate``).
+READING: Final[Mapping[str, Any]] = {
+    "object_pairs_hook": jsontext.reject_duplicates,  # D-JSON-001; None: the last member wins
+    "lone_surrogates": surrogates_refused,  # D-JSON-002
+    "parse_float": jsontext.parse_float,  # D-JSON-003
+    "numbers": every_literal,  # D-JSON-004
+}
+
+
+def read_by_parts(reference: Reference, policy: VariantPolicy, text: str) -> Any:
+    """``read_candidate`` by the parts of ``policy.candidate_reading()``."""
+    reading = policy.candidate_reading()
+    parse_int, parse_float, judged = reading["numbers"](jsontext.parse_int, reading["parse_float"])
+    decoder = json.JSONDecoder(object_pairs_hook=reading["object_pairs_hook"], parse_int=parse_int,
+                               parse_float=parse_float, parse_constant=jsontext.reject_constant)  # fmt: skip
+    depth = policy.max_candidate_depth
+    return judged(reading["lone_surrogates"](text, lambda t: jsontext.decode(decoder, t, depth), depth))
+
+
+def reading_with(**parts: Any) -> dict[str, Any]:
+    """The ``rules`` of a variant that reads candidate text with ``parts`` swapped."""
+    unknown = set(parts) - set(READING)
+    if unknown:
+        raise TypeError(f"not a part of the candidate reading: {', '.join(sorted(unknown))}")
+    return {"candidate_reading": lambda reference, policy: {**reference(policy), **parts}, "read_candidate": read_by_parts}
 
 
 def _well_formed_strings(node: Any) -> Any:

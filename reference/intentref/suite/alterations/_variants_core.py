@@ -17,14 +17,18 @@ from intentref.suite.alterations._variant_policy import (
     evidence_per_leaf,
     formats_annotate,
     no_implied_issues,
+    numbers_in_data_only,
     open_core_candidate,
     open_data_candidate,
+    parse_float_keeping_unsafe_doubles,
     python_regex,
     python_regex_validator,
+    reading_with,
     required_missing_issues,
     required_not_provided_is_business,
     root_description_checks_only,
     schema_violations_are_business,
+    surrogates_replaced,
     verdict_issue_at_every_check,
 )
 from intentref.suite.alterations.alteration import Alteration, policy_changes
@@ -47,28 +51,28 @@ DUPLICATE_KEYS_LAST_WINS = Alteration(
     name="duplicate-keys-last-wins",
     decisions=("D-JSON-001",),
     summary="a repeated member name in a candidate: the last one wins, as JSON.parse reads it",
-    policy=policy_changes(duplicate_keys_refused=False),
+    rules=reading_with(object_pairs_hook=None),
 )
 
 CANDIDATE_SURROGATES_REPLACED = Alteration(
     name="candidate-surrogates-replaced",
     decisions=("D-JSON-002",),
     summary="a lone surrogate in a candidate is read as U+FFFD instead of refused",
-    policy=policy_changes(candidate_lone_surrogates_refused=False),
+    rules=reading_with(lone_surrogates=surrogates_replaced),
 )
 
 UNSAFE_INTEGRAL_DOUBLES = Alteration(
     name="unsafe-integral-doubles",
     decisions=("D-JSON-003",),
     summary="only integer literals must be safe; 1e20 or 1.7976931348623157e308 written as a double is that double",
-    policy=policy_changes(unsafe_integral_doubles_refused=False),
+    rules=reading_with(parse_float=parse_float_keeping_unsafe_doubles),
 )
 
 NUMBER_RULES_IN_DATA = Alteration(
     name="number-rules-in-data",
     decisions=("D-JSON-004",),
     summary="the number rules hold for values inside data only, and a fault is reported at the value's path",
-    policy=policy_changes(number_rules_on_every_literal=False),
+    rules=reading_with(numbers=numbers_in_data_only),
 )
 
 PYTHON_REGEX = Alteration(

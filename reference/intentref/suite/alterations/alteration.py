@@ -10,13 +10,14 @@ The suite proves two things about itself with altered references:
 
 Both are an ``Alteration``: a name, what it touches (the decision IDs it varies, or the rule
 it breaks and the seed text that rule restates), and what it substitutes.  Inside the
-reference it substitutes functions: the Bridge's decisions are the methods of
+reference it substitutes functions: the core's rules are the methods of
+``intentref.core.policy.Policy`` (``rules``), the Bridge's decisions the methods of
 ``intentref.bridge_store.JobStore`` (``store``), the writing of replies the methods of
 ``intentref.core.writer.Writer`` (``writer``), and ``extend`` swaps some of them as
 ``jsonschema.validators.extend`` swaps keyword functions.  An override is called with the
 function it replaces first, so it defers to it for what it leaves alone, and the overrides of
-several alterations stack, the earlier outermost.  The core's rules still read the fields of
-a ``VariantPolicy`` (``_variant_policy``).  Outside the reference there are the boundary hooks:
+several alterations stack, the earlier outermost.  The numbers a policy holds (limits,
+defaults) are values (``policy``).  Outside the reference there are the boundary hooks:
 an instance configuration before it is built (``config``), a request before the reference
 sees it or an answer in its place (``before``), a reply after (``after``).  That is how
 requests are read another way, and how most rules are broken: a fault is a broken
@@ -77,7 +78,7 @@ class Alteration:
       ``request`` is the caller's own.
 
     ``policy`` changes values of the ``VariantPolicy`` the altered reference is built with (a
-    limit, a default, a field a rule still reads); ``rules``, ``store`` and ``writer`` map a
+    limit, a default); ``rules``, ``store`` and ``writer`` map a
     method name of ``Policy`` / ``JobStore`` / ``Writer`` to its override (``extend``): the
     altered reference judges, keeps its jobs and writes its replies with them.
 
