@@ -52,33 +52,12 @@ from intentref.intent import Intent
 
 # The ledger's public names, importable from the Bridge as they always were.
 __all__ = [
-    "ACCEPT_KEYS",
-    "CANCEL_KEYS",
-    "CAPACITY_OPTIONS",
-    "CONFIG_KEYS",
-    "CONFLICT_MESSAGE",
-    "DEFAULT_OUTCOME",
-    "DIGEST_BYTES",
-    "NOT_FOUND_MESSAGE",
-    "TOKEN_BYTES",
-    "TTL_OPTIONS",
-    "BridgeClosedError",
-    "BridgeOptions",
-    "BridgeReply",
-    "BridgeSession",
-    "Clock",
-    "IntentBridge",
-    "JobRecord",
-    "JobStore",
-    "UsedStep",
-    "create_intent_bridge",
-    "iso_timestamp",
-    "not_found_error",
-    "read_bridge_config",
-    "retained_json",
-    "stored_reply",
-    "unknown_instance_message",
-]
+    "ACCEPT_KEYS", "CANCEL_KEYS", "CAPACITY_OPTIONS", "CONFIG_KEYS", "CONFLICT_MESSAGE", "DEFAULT_OUTCOME",
+    "DIGEST_BYTES", "NOT_FOUND_MESSAGE", "TOKEN_BYTES", "TTL_OPTIONS", "BridgeClosedError",
+    "BridgeOptions", "BridgeReply", "BridgeSession", "Clock", "IntentBridge", "JobRecord", "JobStore",
+    "UsedStep", "create_intent_bridge", "iso_timestamp", "not_found_error", "read_bridge_config",
+    "retained_json", "stored_reply", "unknown_instance_message",
+]  # fmt: skip
 
 # An unknown instance's message quotes the name given and the configured ones, bounded: the
 # name is the caller's text (any length), and a Bridge may hold many instances.
