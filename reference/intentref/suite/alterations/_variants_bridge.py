@@ -52,6 +52,7 @@ def _kept(store: JobStore, name: str, empty: Callable[[], T]) -> T:
 def _input_fault(path: str, message: str) -> IntentParseError:
     return error("INPUT_INVALID", "bridge", message, [Issue("INPUT_INVALID", "input", path, message)])
 
+
 # --------------------------------------------------------------------------- requests
 
 
@@ -212,7 +213,6 @@ def _closed_call_unchecked(reference: Reference, store: JobStore, session: JobOw
         raise not_found_error()  # no parameter check on a closed session
     answer: T = reference(store, session, read)
     return answer
-
 
 
 # D-BRG-004 checks an accept's or cancel's parameters before answering that a closed session
