@@ -16,12 +16,9 @@ from typing import Any
 import pytest
 
 from intentref.bridge import BridgeClosedError, IntentBridge, create_intent_bridge
-from intentref.core.policy import REFERENCE_POLICY, Policy
 from intentref.intent import Intent
-from intentref.suite.alterations._variant_policy import VariantPolicy
-from intentref.suite.alterations._variant_store import VariantStore
 from intentref.suite.alterations.alteration import AlteredTarget
-from intentref.suite.alterations.variants import catalogue, target
+from intentref.suite.alterations.variants import target
 from intentref.suite.targets.base import ConfigRejected, load_instances
 
 INPUT = "查询订单 000123"
@@ -40,20 +37,20 @@ OVERSIZED = CORE + " " * (1024 * 1024 + 1)  # D-LIM-003: one byte past 1 MiB wit
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
 
-def _policy(name: str) -> Policy:
-    return VariantPolicy().but(**catalogue()[name].policy)
+REFERENCE = AlteredTarget([], name="reference")
 
 
-def _bridge(policy: Policy, options: dict[str, Any] | None = None, **clocks: Callable[[], float]) -> IntentBridge:
+def _bridge(variant: AlteredTarget, options: dict[str, Any] | None = None, **clocks: Callable[[], float]) -> IntentBridge:
+    """A Bridge built with the variant's policy and store (the reference's for ``REFERENCE``)."""
     configs = load_instances()
-    instances = {name: Intent(configs[name], policy=policy) for name in ("order", "default")}
-    return create_intent_bridge({"instances": instances, **(options or {})}, policy=policy,
-                                store=VariantStore if isinstance(policy, VariantPolicy) else None, **clocks)
+    instances = {name: Intent(configs[name], policy=variant.policy) for name in ("order", "default")}
+    return create_intent_bridge({"instances": instances, **(options or {})}, policy=variant.policy,
+                                store=variant.store, **clocks)
 
 
-def _both(name: str, scenario: Callable[[Policy], Any]) -> tuple[Any, Any]:
-    """The scenario's answer on a Bridge of the reference's policy, then on one of the variant's."""
-    return scenario(REFERENCE_POLICY), scenario(_policy(name))
+def _both(name: str, scenario: Callable[[AlteredTarget], Any]) -> tuple[Any, Any]:
+    """The scenario's answer on a reference Bridge, then on one built as the variant ``name``."""
+    return scenario(REFERENCE), scenario(target(name))
 
 
 def _code(reply: dict[str, Any]) -> str | None:
@@ -147,7 +144,7 @@ def test_config_faults_all_listed() -> None:
 
 def test_smaller_capacity_defaults() -> None:
     # spec: D-LIM-001 -- the options a config leaves out.
-    reference, variant = _both("smaller-capacity-defaults", lambda policy: _bridge(policy).options)
+    reference, variant = _both("smaller-capacity-defaults", lambda variant: _bridge(variant).options)
     assert (reference.max_jobs, reference.max_replay_entries, reference.max_replay_bytes) == (
         1024,
         4096,
@@ -155,8 +152,8 @@ def test_smaller_capacity_defaults() -> None:
     )
     assert (variant.max_jobs, variant.max_replay_entries, variant.max_replay_bytes) == (64, 256, 8 << 20)
 
-    def jobs_admitted(policy: Policy) -> int:
-        session = _bridge(policy).connect()
+    def jobs_admitted(variant: AlteredTarget) -> int:
+        session = _bridge(variant).connect()
         return sum(
             session.prepare({"instance": "order", "input": INPUT})["kind"] == "task" for _ in range(65)
         )
@@ -169,8 +166,8 @@ def test_smaller_capacity_defaults() -> None:
 
 def test_closed_sessions_keep_records() -> None:
     # spec: D-BRG-004, D-BRG-005 -- after close: dropped (reference) or ended and kept (variant).
-    def scenario(policy: Policy) -> tuple[Any, ...]:
-        bridge = _bridge(policy)
+    def scenario(variant: AlteredTarget) -> tuple[Any, ...]:
+        bridge = _bridge(variant)
         session = bridge.connect()
         active = session.prepare({"instance": "order", "input": INPUT})
         done = session.prepare({"instance": "default", "input": INPUT})
@@ -196,8 +193,8 @@ def test_closed_sessions_keep_records() -> None:
 
 def test_closed_calls_unchecked() -> None:
     # spec: D-BRG-004 -- a malformed call on a closed session.
-    def scenario(policy: Policy) -> tuple[Any, Any]:
-        session = _bridge(policy).connect()
+    def scenario(variant: AlteredTarget) -> tuple[Any, Any]:
+        session = _bridge(variant).connect()
         session.close()
         return session.accept({"jobId": 7}), session.cancel({"jobId": "x", "outcome": "later"})
 
@@ -214,8 +211,8 @@ def test_closed_calls_unchecked() -> None:
 
 def test_rejections_replayed() -> None:
     # spec: D-BRG-009 -- a refused text on a token that has since been used.
-    def scenario(policy: Policy) -> tuple[Any, Any, Any]:
-        session = _bridge(policy).connect()
+    def scenario(variant: AlteredTarget) -> tuple[Any, Any, Any]:
+        session = _bridge(variant).connect()
         task = session.prepare({"instance": "order", "input": INPUT})
         ids = {"jobId": task["jobId"], "stepToken": task["stepToken"]}
         refused = session.accept({**ids, "candidateText": OVERSIZED})
@@ -235,14 +232,14 @@ def test_rejections_replayed() -> None:
 
 def test_step_budget_estimated() -> None:
     # spec: D-BRG-010 -- a budget the exact record after the step fills to the byte.
-    probe = _bridge(REFERENCE_POLICY)
+    probe = _bridge(REFERENCE)
     probe_session = probe.connect()
     task = probe_session.prepare({"instance": "order", "input": INPUT})
     probe_session.accept({"jobId": task["jobId"], "stepToken": task["stepToken"], "candidateText": CORE})
     exact = probe.stats()["replayBytes"]
 
-    def scenario(policy: Policy) -> tuple[Any, int]:
-        bridge = _bridge(policy, {"maxReplayBytes": exact})
+    def scenario(variant: AlteredTarget) -> tuple[Any, int]:
+        bridge = _bridge(variant, {"maxReplayBytes": exact})
         session = bridge.connect()
         task = session.prepare({"instance": "order", "input": INPUT})
         reply = session.accept(
@@ -262,8 +259,8 @@ def test_step_budget_estimated() -> None:
 
 def test_record_overhead_counted() -> None:
     # spec: D-BRG-011 -- 512 bytes more per record, active and terminal.
-    def scenario(policy: Policy) -> list[int]:
-        bridge = _bridge(policy)
+    def scenario(variant: AlteredTarget) -> list[int]:
+        bridge = _bridge(variant)
         session = bridge.connect()
         sizes = []
         for _ in range(2):
@@ -279,8 +276,8 @@ def test_record_overhead_counted() -> None:
 
 def test_capacity_before_request() -> None:
     # spec: D-BRG-012 -- a bad request on a full Bridge.
-    def scenario(policy: Policy) -> Any:
-        session = _bridge(policy, {"maxJobs": 1}).connect()
+    def scenario(variant: AlteredTarget) -> Any:
+        session = _bridge(variant, {"maxJobs": 1}).connect()
         session.prepare({"instance": "order", "input": INPUT})
         return session.prepare({"instance": "order", "input": "   "})
 
@@ -291,8 +288,8 @@ def test_capacity_before_request() -> None:
 
 def test_reclaim_oldest_created() -> None:
     # spec: D-BRG-013 -- created first, terminated last: which record goes.
-    def scenario(policy: Policy) -> tuple[str | None, str | None]:
-        session = _bridge(policy, {"maxReplayEntries": 2}).connect()
+    def scenario(variant: AlteredTarget) -> tuple[str | None, str | None]:
+        session = _bridge(variant, {"maxReplayEntries": 2}).connect()
         first = session.prepare({"instance": "order", "input": INPUT})
         second = session.prepare({"instance": "order", "input": INPUT})
         session.cancel({"jobId": second["jobId"]})
@@ -312,9 +309,9 @@ def test_reclaim_oldest_created() -> None:
 
 def test_job_ttl_per_task() -> None:
     # spec: D-BRG-016 -- one deadline per job, or one per task.
-    def scenario(policy: Policy) -> tuple[Any, Any, Any]:
+    def scenario(variant: AlteredTarget) -> tuple[Any, Any, Any]:
         clock = _Clock()
-        session = _bridge(policy, {"jobTtlMs": 1000}, clock=clock, wall_clock=clock).connect()
+        session = _bridge(variant, {"jobTtlMs": 1000}, clock=clock, wall_clock=clock).connect()
         task = session.prepare({"instance": "order", "input": INPUT})
         clock.now += 600
         data_task = session.accept(
@@ -335,9 +332,9 @@ def test_job_ttl_per_task() -> None:
 
 def test_job_ttl_drops_record() -> None:
     # spec: D-BRG-016 -- at the deadline: an expired terminal record and a kept result, or both gone.
-    def scenario(policy: Policy) -> tuple[Any, dict[str, int], Any, Any]:
+    def scenario(variant: AlteredTarget) -> tuple[Any, dict[str, int], Any, Any]:
         clock = _Clock()
-        bridge = _bridge(policy, {"jobTtlMs": 1000}, clock=clock, wall_clock=clock)
+        bridge = _bridge(variant, {"jobTtlMs": 1000}, clock=clock, wall_clock=clock)
         session = bridge.connect()
         task = session.prepare({"instance": "order", "input": INPUT})
         done = session.prepare({"instance": "default", "input": INPUT})
@@ -365,9 +362,9 @@ def test_job_ttl_drops_record() -> None:
 
 def test_replay_ttl_tombstone() -> None:
     # spec: D-BRG-016 -- a record the replay TTL dropped: not found, or expired (to its owner only).
-    def scenario(policy: Policy) -> tuple[Any, Any, Any]:
+    def scenario(variant: AlteredTarget) -> tuple[Any, Any, Any]:
         clock = _Clock()
-        bridge = _bridge(policy, {"replayTtlMs": 1000}, clock=clock, wall_clock=clock)
+        bridge = _bridge(variant, {"replayTtlMs": 1000}, clock=clock, wall_clock=clock)
         session = bridge.connect()
         done = session.prepare({"instance": "default", "input": INPUT})
         ids = {"jobId": done["jobId"], "stepToken": done["stepToken"]}

@@ -102,9 +102,12 @@ def test_intent_parse_hands_its_executor_the_tasks_its_writer_wrote():
 
 
 def test_writers_of_several_alterations_combine_each_over_the_next():
-    # Both override message: the first alteration's writer is outermost, and each defers to super().
-    one = Alteration(name="one", summary="", writer=_Shouting)
-    two = Alteration(name="two", summary="", writer=_Spaced)
+    # Both override message: the first alteration's is outermost, and each defers to the one it replaces.
+    one = Alteration(name="one", summary="", writer={
+        "message": lambda reference, writer, err: reference(writer, err).upper(),
+        "instructions": lambda reference, writer, task: "ANSWER WITH THE CANDIDATE."})  # fmt: skip
+    two = Alteration(name="two", summary="", writer={
+        "message": lambda reference, writer, err: "<" + reference(writer, err) + ">"})  # fmt: skip
     combined = combined_writer([one, two])
     assert combined is not None
     err = IntentParseError("INPUT_INVALID", "input", "bad.")

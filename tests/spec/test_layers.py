@@ -40,6 +40,7 @@ _LAYER_OF_PREFIX: tuple[tuple[str, int], ...] = (
     ("intentref._version", 0),
     ("intentref.intent", 1),
     ("intentref.bridge", 1),
+    ("intentref.bridge_store", 1),
     ("intentref.mcp", 2),
     ("intentref.suite", 3),
     ("intentref.strategies", 3),

@@ -378,13 +378,12 @@ def filed_issues(candidate: dict[str, Any]) -> list[Issue]:
     return [Issue(e["code"], e["category"], e["path"], e["message"]) for e in candidate["issues"]]
 
 
-def business_issues(candidate: dict[str, Any], ctx: DataContext) -> list[Issue]:
-    """The filed issues, then one per violated / undetermined check at a path none was filed at.
+def implied_issues(candidate: dict[str, Any], issues: list[Issue]) -> list[Issue]:
+    """``issues`` (the filed ones), then one per violated / undetermined check at a path none is at.
 
     spec: R-DAT-018 -- violated / undetermined checks are business extraction errors;
     D-DAT-003 -- the implied issue is left out where the candidate filed one at the check's path.
     """
-    issues = filed_issues(candidate)
     for check in candidate["descriptionChecks"]:
         code = VERDICT_ISSUE_CODES.get(check["verdict"])
         if code is not None and not any(i.path == check["path"] for i in issues):

@@ -74,9 +74,9 @@ class Policy:
     writer: Writer = REFERENCE_WRITER
 
     # --- the rules a decision shapes --------------------------------------------------------
-    # Each is the reference's rule; a decision variant overrides one in a subclass and leaves
-    # the rest (python-jsonschema's ``validators.extend``: another behaviour is other functions,
-    # never a flag inside a rule).
+    # Each is the reference's rule; a decision variant swaps one and leaves the rest
+    # (``intentref.suite.alterations.alteration.extend``, as python-jsonschema's
+    # ``validators.extend``: another behaviour is other functions, never a flag inside a rule).
 
     def read_candidate(self, text: str) -> Any:
         """D-JSON-001 .. D-JSON-004: candidate text read strictly (duplicates, lone surrogates,
@@ -96,8 +96,12 @@ class Policy:
         return data_candidate.contract_violations(candidate, ctx, self.data_rules())
 
     def business_issues(self, candidate: dict[str, Any], ctx: DataContext) -> list[Issue]:
-        """D-DAT-003: the filed issues, and the one each failed check implies where none was filed."""
-        return data_candidate.business_issues(candidate, ctx)
+        """The filed issues, and those the failed checks imply (``implied_issues``)."""
+        return self.implied_issues(candidate, data_candidate.filed_issues(candidate))
+
+    def implied_issues(self, candidate: dict[str, Any], issues: list[Issue]) -> list[Issue]:
+        """D-DAT-003: after ``issues``, the one each failed check implies where none is at its path."""
+        return data_candidate.implied_issues(candidate, issues)
 
     def schema_judgement(self, errors: list[DataError]) -> DataJudgement:
         """D-DAT-005: data the schema cannot hold is a contract fault."""

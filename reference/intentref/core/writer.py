@@ -14,9 +14,9 @@ has decided what happened:
   the model requests it hands its executor.
 
 A ``Writer`` is part of the ``Policy`` a Bridge or an Intent is built with.  Another writing
-is a subclass that overrides the method writing one part, as python-jsonschema builds
-another dialect by swapping functions; the suite's decision variants of the decisions named
-below are such subclasses (``intentref.suite.alterations._variants_boundary``).
+swaps the method writing one part, as python-jsonschema builds another dialect by swapping
+functions; the suite's decision variants of the decisions named below do exactly that
+(``intentref.suite.alterations.alteration.extend``, ``_variants_boundary``).
 
 What may live here: ``Writer``, one method per part of a reply, each naming the decision it
 applies, and ``REFERENCE_WRITER``.  Nothing here judges anything: which issues an error has,

@@ -1,19 +1,20 @@
-"""The reference's ``Policy`` with decisions taken another way: what decision variants build.
+"""The core's rules taken another way: what decision variants swap into the reference's ``Policy``.
 
 The core applies the reference's rules only; each rule a decision shapes is a method of
 ``intentref.core.policy.Policy`` (reading candidate text, the core contract, the data
-contract's rule table, business issues, the schema verdict, the keyword table, regular
-expressions, the data validator).  ``VariantPolicy`` is that policy with one field per
-alternative reading the seeds also allow, every default the reference's, and each method
-overridden here to read its fields.  So the alternatives live beside the catalogue that
-names them (``_variants_core``), not as branches inside the rules.
+contract's rule table, the implied issues, the schema verdict, the keyword table, regular
+expressions, the data validator, ...).  A decision variant swaps one of them for a function
+here (``Alteration.rules``, combined by ``alteration.extend``): called with the reference's
+rule first, it may defer to it for what it leaves alone.  So the alternatives live beside the
+catalogue that names them (``_variants_core``, ``_variants_boundary``), not as branches inside
+the rules, and no rule reads a flag.
 
-The Bridge's decisions are methods of ``intentref.bridge.JobStore``; the fields for those are
-here too, and ``_variant_store.VariantStore`` reads them.
-
-A field left at its default changes nothing: ``VariantPolicy()`` judges exactly as the
-reference does, which ``tests/conformance/test_variants_core.py`` checks, and every
-method falls back to the reference's own rule whenever its fields are at their defaults.
+``VariantPolicy`` is the policy every altered reference is built with: the reference's, with
+its candidate-text reading also written as a table of parts (``READING``), because the four
+readings of D-JSON-001 .. D-JSON-004 combine inside one decoder.  ``VariantPolicy()`` judges
+exactly as the reference does, which ``tests/conformance/test_variants_core.py`` checks.
+The Bridge's decisions are methods of ``intentref.bridge_store.JobStore``, swapped in
+``_variants_bridge``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -43,225 +44,23 @@ from intentref.core.policy import Policy
 from intentref.core.schema_subset import DataError, KeywordCheck, SchemaPolicy, SubSchemas
 from intentref.core.text import has_text
 
+# The function an override replaces, as ``alteration.extend`` hands it to the override.
+Reference = Callable[..., Any]
+
 
 @dataclass(frozen=True)
 class VariantPolicy(Policy):
-    """The reference's policy, and the core decisions a variant may take another way."""
+    """The reference's policy, with its candidate-text reading as a table a variant can swap parts of.
 
-    # D-DAT-001: evidence at a parent path covers every leaf below it.  False: each returned
-    # leaf needs an evidence entry at its own path.
-    evidence_covers_children: bool = True
-    # D-COR-002: a member the contract does not name is a violation.  False: it is ignored.
-    closed_candidates: bool = True
-    # D-JSON-001: a repeated member name makes a candidate invalid.  False: the last one wins.
-    duplicate_keys_refused: bool = True
-    # D-SCH-003: every supported format is asserted.  False: formats only annotate.
-    formats_asserted: bool = True
-    # D-DAT-005: a schema violation of `data` is a contract violation (repairable).  False: it
-    # is a business fault, DATA_EXTRACTION_FAILED with DATA_CONSTRAINT_VIOLATED at its path.
-    schema_violation_is_contract_fault: bool = True
-    # D-DAT-003: violated / undetermined checks add an implied issue.  False: they do not add
-    # one, and the candidate's own issues are all the error carries (or a generic one).
-    implied_verdict_issues: bool = True
-    # D-DAT-003: the implied issue is left out where the candidate filed one at the check's
-    # path.  True: every violated / undetermined check adds its issue regardless.
-    verdict_issue_at_every_check: bool = False
-    # D-DAT-004: a required field cannot be not_provided.  False: it may, and that is a
-    # business fault (DATA_REQUIRED_MISSING).
-    required_not_provided_is_contract_fault: bool = True
-    # D-JSON-002: a lone surrogate in a candidate makes it invalid.  False: each one is read
-    # as U+FFFD, as a JavaScript host's TextDecoder would hand the text over.
-    candidate_lone_surrogates_refused: bool = True
-    # D-JSON-003: an integral value beyond the safe range is refused however it is written.
-    # False: only integer *literals* must be safe; 1e20 written as a double is that double.
-    unsafe_integral_doubles_refused: bool = True
-    # D-JSON-004: the number rules hold for every number literal of the candidate text (the
-    # whole text is at fault).  False: they hold for the values inside `data` only, and the
-    # fault is reported at that value's path.
-    number_rules_on_every_literal: bool = True
-    # D-SCH-001: `pattern` and the `regex` format follow ECMA-262 (regress).  False: Python's
-    # `re` (what a plain Draft-7 validator in Python does).
-    ecma_regex: bool = True
-    # D-SCH-004: `$schema` takes http and https, each with or without the trailing `#`, at
-    # any node.  False: only the two canonical spellings, with the `#`, and only at the root.
-    any_draft7_id_spelling: bool = True
-    # D-DAT-002: each returned selected field with a description needs a check at its path.
-    # False: only the root description needs one (R-SRC-005); field checks are optional.
-    field_descriptions_need_checks: bool = True
-    # D-TXT-001: "blank" is ECMA-262 white space, as JavaScript's trim() reads it.  False: only
-    # ASCII white space is blank in a core candidate's texts (an ideographic space is text).
-    ecma_blank_texts: bool = True
-    # D-SCH-005: an anyOf/oneOf/allOf array that is empty or longer than 16 is
-    # SCHEMA_UNSUPPORTED.  True: LIMIT_EXCEEDED (the length read as a resource limit).
-    combination_length_is_a_limit: bool = False
-    # D-SCH-012: an empty enum is refused at construction.  True: accepted (it admits no value).
-    empty_enum_accepted: bool = False
-    # D-REQ-002: selected fields are ordered as the definition orders them.  False: in the
-    # order the request first lists them.
-    selection_in_definition_order: bool = True
-    # D-ERR-007: a contract fault has one issue per violation, pointing into the candidate.
-    # False: one issue with path null for the whole candidate, in the repair and the error.
-    contract_issues_point_into_candidate: bool = True
-    # D-CAN-002: a non-blank cancel detail is the ending's one issue ("non-blank").
-    # "dropped": never kept; "verbatim": any non-empty detail is kept, blank or not.
-    cancel_detail: str = "non-blank"
+    The four readings of D-JSON-001 .. D-JSON-004 combine inside one JSON decoder, so they are
+    parts of one table (``candidate_reading``, the reference's own is ``READING``) rather than
+    rules of their own; a variant that swaps a part also swaps ``read_candidate`` for
+    ``read_by_parts``, which reads with the table.
+    """
 
-    # --- Bridge decisions, read by ``_variant_store.VariantStore`` -----------------------------
-    # D-BRG-014: a BridgeConfig fault names the first faulty option only.  True: every faulty
-    # capacity or TTL option is listed, one issue each.
-    config_faults_all_listed: bool = False
-    # D-BRG-014: an integral float (3.0) is refused as an option.  True: accepted as 3.
-    integral_float_options: bool = False
-    # D-BRG-004, D-BRG-005: closing a session drops all its records and its calls answer
-    # BRIDGE_JOB_NOT_FOUND.  True: close ends the active jobs (as a cancel would) and keeps
-    # every record until it is reclaimed; the closed session still answers for them.
-    closed_sessions_keep_records: bool = False
-    # D-BRG-004: accept and cancel on a closed session check their parameters, then answer
-    # BRIDGE_JOB_NOT_FOUND.  True: they answer BRIDGE_JOB_NOT_FOUND without any check.
-    closed_calls_unchecked: bool = False
-    # D-BRG-009: a refused submission (oversized, over the byte budget) is not recorded.  True:
-    # its reply is kept against its token and text, and the same text on that token replays it.
-    rejections_replayed: bool = False
-    # D-BRG-010: a step that keeps the job active must fit exactly.  True: an upper estimate
-    # must fit (the old record kept whole, plus the candidate text, plus the new task twice).
-    step_budget_estimated: bool = False
-    # D-BRG-011: maxReplayBytes counts only the retained content.  >0: also this many bytes of
-    # bookkeeping (ids, tokens, digests' containers) for every record.
-    record_overhead_bytes: int = 0
-    # D-BRG-012: a prepare is judged before capacity is checked.  True: maxJobs and
-    # maxReplayEntries are checked first, so a full Bridge refuses even a bad request.
-    capacity_before_request: bool = False
-    # D-BRG-007: a used token with the identical candidate replays the retained reply.  False:
-    # it is a step conflict like any other reuse (nothing is replayed).
-    retained_replies_replayed: bool = True
-    # D-BRG-008: a token never issued for the job, or a used one with another candidate, is a
-    # step conflict.  True: INPUT_INVALID naming which member is wrong (stepToken, candidateText).
-    tokens_judged_by_cause: bool = False
-    # D-BRG-008: the open step of a cancelled job answers with how the job ended.  True: it is
-    # a step conflict (the job has no step any more).
-    cancelled_open_step_conflicts: bool = False
-    # D-BRG-013: terminal records are reclaimed oldest-terminated first.  True: oldest-created.
-    reclaim_oldest_created: bool = False
-    # D-BRG-016: a job's deadline is its prepare time + jobTtlMs, the same for all its tasks.
-    # True: every new task renews it (an idle timeout) and carries the new expiresAt.
-    job_ttl_per_task: bool = False
-    # D-BRG-016: an expired job stays as a terminal record answering BRIDGE_JOB_EXPIRED, and
-    # a job finished in time keeps its record.  True: jobTtlMs bounds the job's whole record:
-    # at the deadline it is dropped, active or finished, and answers BRIDGE_JOB_NOT_FOUND.
-    job_ttl_drops_record: bool = False
-    # D-BRG-016: a record the replay TTL dropped answers BRIDGE_JOB_NOT_FOUND like any other.
-    # True: the session that owned it is told BRIDGE_JOB_EXPIRED (a tombstone is kept).
-    replay_ttl_tombstones: bool = False
-
-    # --- the request, the repair, the ending (D-REQ-002, D-ERR-007, D-CAN-002) --------------
-
-    def select_fields(self, requested: list[str], defined: tuple[str, ...]) -> tuple[str, ...]:
-        if self.selection_in_definition_order:
-            return super().select_fields(requested, defined)
-        return tuple(dict.fromkeys(requested))
-
-    def contract_issues(self, violations: list[Violation]) -> list[Issue]:
-        if self.contract_issues_point_into_candidate:
-            return super().contract_issues(violations)
-        return [Issue("MODEL_OUTPUT_INVALID", "processing", None, "The candidate breaks the contract.")]
-
-    def detail_issues(self, code: str, detail: str | None) -> list[Issue]:
-        if self.cancel_detail == "dropped":
-            return []
-        if self.cancel_detail == "verbatim" and detail and not detail.strip():
-            return [Issue(code, "processing", None, detail)]  # a blank detail, kept as it came
-        return super().detail_issues(code, detail)
-
-    # --- candidate text (D-JSON-001 .. D-JSON-004) ------------------------------------------
-
-    def read_candidate(self, text: str) -> Any:
-        if (self.duplicate_keys_refused and self.candidate_lone_surrogates_refused
-                and self.unsafe_integral_doubles_refused and self.number_rules_on_every_literal):  # fmt: skip
-            return super().read_candidate(text)
-        return _read_candidate(text, self)
-
-    # --- the core contract (D-COR-002, D-TXT-001) -------------------------------------------
-
-    def core_violations(self, candidate: Any) -> list[Violation]:
-        found = super().core_violations(candidate)
-        if not self.closed_candidates:
-            found = without_unexpected_members(found)
-        if not self.ecma_blank_texts:
-            found = [v for v in found if not _ascii_text_at(candidate, v[0])]
-        return found
-
-    # --- the data contract (D-COR-002, D-DAT-001 .. D-DAT-005) ------------------------------
-
-    def data_rules(self) -> Mapping[str, Rule]:
-        rules = dict(super().data_rules())
-        if not self.evidence_covers_children:
-            rules["every_returned_leaf_has_evidence"] = every_leaf_has_evidence_at_its_own_path
-        if not self.field_descriptions_need_checks:
-            del rules["described_fields_are_checked"]  # only the root description needs a check
-        if not self.required_not_provided_is_contract_fault:
-            del rules["required_fields_are_not_omitted"]  # a business fault instead (below)
-        return rules
-
-    def data_contract_violations(self, candidate: dict[str, Any], ctx: DataContext) -> list[Violation]:
-        found = super().data_contract_violations(candidate, ctx)
-        if not self.closed_candidates:
-            # Seed 000 fixes the five root members ("恰有以下五个根字段"); only deeper levels open.
-            found = without_unexpected_members(found, keep_root=True)
-        return found
-
-    def business_issues(self, candidate: dict[str, Any], ctx: DataContext) -> list[Issue]:
-        if (self.implied_verdict_issues and not self.verdict_issue_at_every_check
-                and self.required_not_provided_is_contract_fault):  # fmt: skip
-            return super().business_issues(candidate, ctx)
-        issues = filed_issues(candidate)
-        if not self.required_not_provided_is_contract_fault:
-            issues.extend(_required_fields_not_provided(candidate, ctx, issues))
-        if self.implied_verdict_issues:
-            for check in candidate["descriptionChecks"]:
-                code = VERDICT_ISSUE_CODES.get(check["verdict"])
-                own = not self.verdict_issue_at_every_check and any(i.path == check["path"] for i in issues)
-                if code is not None and not own:
-                    issues.append(Issue(code, "definition", check["path"], check["explanation"]))
-        elif not issues:
-            # Verdicts imply no issues; the error still needs one (R-DAT-018).
-            failed = [c for c in candidate["descriptionChecks"] if c["verdict"] in VERDICT_ISSUE_CODES]
-            if failed:
-                issues.append(Issue(VERDICT_ISSUE_CODES[failed[0]["verdict"]], "definition", None,
-                                    "a description check was not satisfied."))  # fmt: skip
-        return issues
-
-    def schema_judgement(self, errors: list[DataError]) -> DataJudgement:
-        if not self.schema_violation_is_contract_fault and not any(e.keyword == "type" for e in errors):
-            # A business fault, except a value of the wrong type (seed 004 names a field type
-            # error MODEL_OUTPUT_INVALID).
-            return DataJudgement([], [Issue("DATA_CONSTRAINT_VIOLATED", "definition", e.path, e.message)
-                                      for e in errors], None)  # fmt: skip
-        return super().schema_judgement(errors)
-
-    # --- the schema subset (D-SCH-001, D-SCH-003, D-SCH-004) --------------------------------
-
-    def keyword_checks(self) -> Mapping[str, KeywordCheck]:
-        checks = dict(super().keyword_checks())
-        if not self.any_draft7_id_spelling:
-            checks["$schema"] = _canonical_dialect_at_the_root
-        if self.combination_length_is_a_limit:
-            for keyword in ("anyOf", "oneOf", "allOf"):
-                checks[keyword] = functools.partial(_combination_length_limited, checks[keyword])
-        if self.empty_enum_accepted:
-            checks["enum"] = functools.partial(_empty_enum_accepted, checks["enum"])
-        return checks
-
-    def regex_compiles(self, pattern: str) -> bool:
-        return super().regex_compiles(pattern) if self.ecma_regex else python_regex_compiles(pattern)
-
-    def data_validator(self, schema: Any) -> Any:
-        if self.ecma_regex and self.formats_asserted:
-            return super().data_validator(schema)
-        draft7, ecma, formats = schema_subset.validation_kit()
-        cls = ecma if self.ecma_regex else draft7
-        if not self.formats_asserted:
-            return cls(schema)  # formats only annotate
-        return cls(schema, format_checker=formats if self.ecma_regex else _python_re_formats())
+    def candidate_reading(self) -> Mapping[str, Any]:
+        """D-JSON-001 .. D-JSON-004, part by part: the reference's strict reading."""
+        return READING
 
 
 # --------------------------------------------------------------------------- candidate text
@@ -275,7 +74,7 @@ class _FaultyFloat(float):
     problem = ""
 
 
-def _parse_float_keeping_unsafe_doubles(literal: str) -> float | int:
+def parse_float_keeping_unsafe_doubles(literal: str) -> float | int:
     """D-JSON-003 the other way: a double written as one stays that double, however large."""
     value = jsontext.read_double(literal)
     if value.is_integer() and abs(value) > MAX_SAFE_INTEGER:
@@ -283,48 +82,75 @@ def _parse_float_keeping_unsafe_doubles(literal: str) -> float | int:
     return jsontext.parse_float(literal)
 
 
-def _read_candidate(text: str, policy: VariantPolicy) -> Any:
-    """``parse_candidate`` under the variant's readings of D-JSON-001 .. D-JSON-004."""
+def every_literal(parse_int: Callable[[str], Any], parse_float: Callable[[str], Any]) -> tuple[Any, Any, Any]:
+    """D-JSON-004: the number rules hold for every literal; a fault fails the whole text at once."""
+    return parse_int, parse_float, lambda value: value
+
+
+def numbers_in_data_only(parse_int: Callable[[str], Any], parse_float: Callable[[str], Any]) -> tuple[Any, Any, Any]:
+    """D-JSON-004 the other way: a faulty literal is kept aside and judged where it stands; inside
+    ``data`` it is a fault at its path, elsewhere a plain number."""
     faulty: list[Any] = []
-    parse_float = jsontext.parse_float if policy.unsafe_integral_doubles_refused else _parse_float_keeping_unsafe_doubles
 
-    def faulty_int(literal: str) -> Any:
-        try:
-            return jsontext.parse_int(literal)
-        except CandidateTextError as exc:
-            return _faulty(_FaultyInt(literal), str(exc))
+    def kept_aside(parse: Callable[[str], Any], kind: type[_FaultyInt | _FaultyFloat]) -> Callable[[str], Any]:
+        def read(literal: str) -> Any:
+            try:
+                return parse(literal)
+            except CandidateTextError as exc:
+                value = kind(literal)
+                value.problem = str(exc)
+                faulty.append(value)
+                return value
 
-    def faulty_float(literal: str) -> Any:
-        try:
-            return parse_float(literal)
-        except CandidateTextError as exc:
-            return _faulty(_FaultyFloat(literal), str(exc))
+        return read
 
-    def _faulty(value: Any, problem: str) -> Any:
-        value.problem = problem
-        faulty.append(value)
-        return value
+    def judged(value: Any) -> Any:
+        return _judge_numbers_in_data(value) if faulty else value
 
-    everywhere = policy.number_rules_on_every_literal
-    decoder = json.JSONDecoder(
-        object_pairs_hook=jsontext.reject_duplicates if policy.duplicate_keys_refused else None,
-        parse_int=jsontext.parse_int if everywhere else faulty_int,
-        parse_float=parse_float if everywhere else faulty_float,
-        parse_constant=jsontext.reject_constant,
-    )
-    surrogates_refused = policy.candidate_lone_surrogates_refused
-    if surrogates_refused:
-        jsontext.check_text(text)
-    else:
-        text = well_formed(text)  # D-JSON-002 the other way: raw lone surrogates read as U+FFFD
-    value = jsontext.decode(decoder, text, policy.max_candidate_depth)
-    escapes = jsontext.SURROGATE_ESCAPE.search(text) is not None
-    jsontext.check_depth(value, check_strings=escapes and surrogates_refused, max_depth=policy.max_candidate_depth)
-    if escapes and not surrogates_refused:
-        value = _well_formed_strings(value)
-    if faulty:
-        value = _judge_numbers_in_data(value)
+    return kept_aside(parse_int, _FaultyInt), kept_aside(parse_float, _FaultyFloat), judged
+
+
+def surrogates_refused(text: str, decode: Callable[[str], Any], max_depth: int) -> Any:
+    """D-JSON-002: a lone surrogate, raw or escaped, makes the candidate invalid."""
+    jsontext.check_text(text)
+    value = decode(text)
+    jsontext.check_depth(value, check_strings=jsontext.SURROGATE_ESCAPE.search(text) is not None, max_depth=max_depth)
     return value
+
+
+def surrogates_replaced(text: str, decode: Callable[[str], Any], max_depth: int) -> Any:
+    """D-JSON-002 the other way: each lone surrogate, raw or escaped, is read as U+FFFD."""
+    text = well_formed(text)
+    value = decode(text)
+    jsontext.check_depth(value, check_strings=False, max_depth=max_depth)
+    return _well_formed_strings(value) if jsontext.SURROGATE_ESCAPE.search(text) is not None else value
+
+
+# The reference's reading of candidate text, part by part (``jsontext.parse_candidate``).
+READING: Final[Mapping[str, Any]] = {
+    "object_pairs_hook": jsontext.reject_duplicates,  # D-JSON-001; None: the last member wins
+    "lone_surrogates": surrogates_refused,  # D-JSON-002
+    "parse_float": jsontext.parse_float,  # D-JSON-003
+    "numbers": every_literal,  # D-JSON-004
+}
+
+
+def read_by_parts(reference: Reference, policy: VariantPolicy, text: str) -> Any:
+    """``read_candidate`` by the parts of ``policy.candidate_reading()``."""
+    reading = policy.candidate_reading()
+    parse_int, parse_float, judged = reading["numbers"](jsontext.parse_int, reading["parse_float"])
+    decoder = json.JSONDecoder(object_pairs_hook=reading["object_pairs_hook"], parse_int=parse_int,
+                               parse_float=parse_float, parse_constant=jsontext.reject_constant)  # fmt: skip
+    depth = policy.max_candidate_depth
+    return judged(reading["lone_surrogates"](text, lambda t: jsontext.decode(decoder, t, depth), depth))
+
+
+def reading_with(**parts: Any) -> dict[str, Any]:
+    """The ``rules`` of a variant that reads candidate text with ``parts`` swapped."""
+    unknown = set(parts) - set(READING)
+    if unknown:
+        raise TypeError(f"not a part of the candidate reading: {', '.join(sorted(unknown))}")
+    return {"candidate_reading": lambda reference, policy: {**reference(policy), **parts}, "read_candidate": read_by_parts}
 
 
 def _well_formed_strings(node: Any) -> Any:
@@ -439,3 +265,137 @@ def _python_re_formats() -> Any:
     checker = FormatChecker(formats=())
     checker.checkers = {**formats.checkers, "regex": (lambda i: not isinstance(i, str) or python_regex_compiles(i), ())}
     return checker
+
+
+# --------------------------------------------------------------------------- overrides of Policy's rules
+# Each is called with the reference's rule first (``alteration.extend``); the catalogue entries
+# that use them are in ``_variants_core`` and ``_variants_boundary``.
+
+
+def selection_in_request_order(reference: Reference, policy: Policy, requested: list[str],
+                               defined: tuple[str, ...]) -> tuple[str, ...]:  # fmt: skip
+    """D-REQ-002 the other way: selected fields in the order the request first lists them."""
+    return tuple(dict.fromkeys(requested))
+
+
+def one_contract_issue(reference: Reference, policy: Policy, violations: list[Violation]) -> list[Issue]:
+    """D-ERR-007 the other way: one issue with path null for the whole candidate."""
+    return [Issue("MODEL_OUTPUT_INVALID", "processing", None, "The candidate breaks the contract.")]
+
+
+def detail_dropped(reference: Reference, policy: Policy, code: str, detail: str | None) -> list[Issue]:
+    """D-CAN-002 the other way: a cancel's detail is never kept."""
+    return []
+
+
+def detail_verbatim(reference: Reference, policy: Policy, code: str, detail: str | None) -> list[Issue]:
+    """D-CAN-002 the other way: any non-empty detail is kept, a blank one as it came."""
+    if detail and not detail.strip():
+        return [Issue(code, "processing", None, detail)]
+    answer: list[Issue] = reference(policy, code, detail)
+    return answer
+
+
+def open_core_candidate(reference: Reference, policy: Policy, candidate: Any) -> list[Violation]:
+    """D-COR-002 the other way: a core member the contract does not name is ignored."""
+    return without_unexpected_members(reference(policy, candidate))
+
+
+def open_data_candidate(reference: Reference, policy: Policy, candidate: dict[str, Any], ctx: DataContext) -> list[Violation]:
+    """D-COR-002 the other way, below the data candidate's root: seed 000 fixes the five root
+    members ("恰有以下五个根字段"); only deeper levels open."""
+    return without_unexpected_members(reference(policy, candidate, ctx), keep_root=True)
+
+
+def ascii_blanks(reference: Reference, policy: Policy, candidate: Any) -> list[Violation]:
+    """D-TXT-001 the other way: only ASCII white space is blank in a core candidate's texts."""
+    return [v for v in reference(policy, candidate) if not _ascii_text_at(candidate, v[0])]
+
+
+def evidence_per_leaf(reference: Reference, policy: Policy) -> Mapping[str, Rule]:
+    """D-DAT-001 the other way: each returned leaf needs an evidence entry at its own path."""
+    return {**reference(policy), "every_returned_leaf_has_evidence": every_leaf_has_evidence_at_its_own_path}
+
+
+def root_description_checks_only(reference: Reference, policy: Policy) -> Mapping[str, Rule]:
+    """D-DAT-002 the other way: only the root description needs a check (R-SRC-005)."""
+    return {name: rule for name, rule in reference(policy).items() if name != "described_fields_are_checked"}
+
+
+def schema_violations_are_business(reference: Reference, policy: Policy, errors: list[DataError]) -> DataJudgement:
+    """D-DAT-005 the other way: a business fault, DATA_CONSTRAINT_VIOLATED at its path, except a
+    value of the wrong type (seed 004 names a field type error MODEL_OUTPUT_INVALID)."""
+    if any(e.keyword == "type" for e in errors):
+        answer: DataJudgement = reference(policy, errors)
+        return answer
+    return DataJudgement([], [Issue("DATA_CONSTRAINT_VIOLATED", "definition", e.path, e.message) for e in errors], None)
+
+
+def canonical_draft7_id(reference: Reference, policy: Policy) -> Mapping[str, KeywordCheck]:
+    """D-SCH-004 the other way: ``$schema`` takes the canonical spellings only, at the root only."""
+    return {**reference(policy), "$schema": _canonical_dialect_at_the_root}
+
+
+def combination_length_limited(reference: Reference, policy: Policy) -> Mapping[str, KeywordCheck]:
+    """D-SCH-005 the other way: a combination's length is a limit (LIMIT_EXCEEDED)."""
+    checks = dict(reference(policy))
+    for keyword in ("anyOf", "oneOf", "allOf"):
+        checks[keyword] = functools.partial(_combination_length_limited, checks[keyword])
+    return checks
+
+
+def empty_enum_accepted(reference: Reference, policy: Policy) -> Mapping[str, KeywordCheck]:
+    """D-SCH-012 the other way: ``enum: []`` is accepted."""
+    checks = reference(policy)
+    return {**checks, "enum": functools.partial(_empty_enum_accepted, checks["enum"])}
+
+
+def required_not_provided_is_business(reference: Reference, policy: Policy) -> Mapping[str, Rule]:
+    """D-DAT-004 the other way, in the contract: a required field may be reported not_provided."""
+    return {name: rule for name, rule in reference(policy).items() if name != "required_fields_are_not_omitted"}
+
+
+def required_missing_issues(reference: Reference, policy: Policy, candidate: dict[str, Any],
+                            ctx: DataContext) -> list[Issue]:  # fmt: skip
+    """D-DAT-004 the other way, in the issues: after the filed ones, DATA_REQUIRED_MISSING for each
+    required field reported not_provided; the failed checks' issues come after both."""
+    issues = filed_issues(candidate)
+    issues.extend(_required_fields_not_provided(candidate, ctx, issues))
+    return policy.implied_issues(candidate, issues)
+
+
+def no_implied_issues(reference: Reference, policy: Policy, candidate: dict[str, Any], issues: list[Issue]) -> list[Issue]:
+    """D-DAT-003 the other way: failed checks imply no issue; with none at all, the error still
+    needs one (R-DAT-018), a generic one for the first failed check."""
+    failed = [c for c in candidate["descriptionChecks"] if c["verdict"] in VERDICT_ISSUE_CODES]
+    if issues or not failed:
+        return issues
+    return [Issue(VERDICT_ISSUE_CODES[failed[0]["verdict"]], "definition", None, "a description check was not satisfied.")]
+
+
+def verdict_issue_at_every_check(reference: Reference, policy: Policy, candidate: dict[str, Any],
+                                 issues: list[Issue]) -> list[Issue]:  # fmt: skip
+    """D-DAT-003 the other way: every failed check adds its issue, even beside one filed at its path."""
+    for check in candidate["descriptionChecks"]:
+        code = VERDICT_ISSUE_CODES.get(check["verdict"])
+        if code is not None:
+            issues.append(Issue(code, "definition", check["path"], check["explanation"]))
+    return issues
+
+
+def python_regex(reference: Reference, policy: Policy, pattern: str) -> bool:
+    """D-SCH-001 the other way, at construction: ``pattern`` compiles as Python ``re``."""
+    return python_regex_compiles(pattern)
+
+
+def python_regex_validator(reference: Reference, policy: Policy, schema: Any) -> Any:
+    """D-SCH-001 the other way, in the data: plain Draft 7 (Python ``re`` for ``pattern``), with
+    the ``regex`` format read by ``re`` too wherever formats are asserted at all."""
+    given = reference(policy, schema)
+    draft7, _ecma, _formats = schema_subset.validation_kit()
+    return draft7(given.schema, format_checker=None if given.format_checker is None else _python_re_formats())
+
+
+def formats_annotate(reference: Reference, policy: Policy, schema: Any) -> Any:
+    """D-SCH-003 the other way: formats only annotate; no value is refused for its format."""
+    return reference(policy, schema).evolve(format_checker=None)

@@ -1,21 +1,20 @@
-"""Decision variants at the boundary: how replies are written, and how requests and configurations are read.
+"""Decision variants at the boundary: how replies are written, and the rules around them.
 
 These are the choices an independent implementation most often makes differently.  Each
 variant takes a reference decision another way that the seeds also allow (``alteration``):
 
-* *writing* (wording, payload layout, issue lists, codes): a subclass of the reference's
-  ``intentref.core.writer.Writer`` overriding the method that writes the part it varies, so
-  the variant Bridge writes its replies that way itself, before it keeps them for replay
-  and counts their bytes;
-* *rules*: where the decision is about which issues or fields there are, how used tokens
-  are answered, the default language or the schema subset's keyword table, a
-  ``VariantPolicy`` field that the core's rule or the Bridge's ``JobStore`` method reads
-  (D-ERR-007, D-CAN-002, D-REQ-002, D-BRG-007, D-BRG-008, D-CFG-002, D-SCH-005, D-SCH-012);
-* *reading*: a request rewritten before the reference sees it, or answered in its place
-  (the job ids judged at the door), and an instance member taken away before it is built
-  (D-CNF-040 says why these stay at the boundary).  Each such hook reads the input as the
-  variant's implementation would and hands the reference what that reading means; every
-  one is deterministic.
+* *writing* (wording, payload layout, issue lists, codes): overrides of the methods of the
+  reference's ``intentref.core.writer.Writer`` that write the part it varies
+  (``Alteration.writer``), so the variant Bridge writes its replies that way itself, before
+  it keeps them for replay and counts their bytes;
+* *rules*: where the decision is about which issues or fields there are, the default
+  language or the schema subset's keyword table, an override of the ``Policy`` rule that
+  applies it (``Alteration.rules``; D-ERR-007, D-CAN-002, D-REQ-002, D-SCH-005, D-SCH-012) or
+  a policy value (D-CFG-002); how used tokens are answered (D-BRG-007, D-BRG-008) is the
+  Bridge's, swapped in ``_variants_bridge``;
+* *reading*: requests and configurations read another way at the door (``_variants_requests``).
+
+``VARIANTS`` lists all of them in the catalogue's order, wherever each is defined.
 """
 
 from __future__ import annotations
@@ -23,49 +22,63 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from intentref.bridge import BridgeReply
-from intentref.core.errors import CANCEL_CODES, DATA_ISSUE_CODES, IntentParseError, Issue
+from intentref.core.errors import DATA_ISSUE_CODES, IntentParseError, Issue
 from intentref.core.request import Source
 from intentref.core.task import Repair, Task
+from intentref.core.wire import CANCEL_ENDING_CODES
 from intentref.core.writer import Writer
-from intentref.suite.alterations.alteration import Alteration, Memory, policy_changes
-from intentref.suite.cases.capabilities import REPAIR_ATTEMPTS
-
-
-def _error(reply: BridgeReply) -> dict[str, Any] | None:
-    err = reply.get("error") if reply.get("kind") == "error" else None
-    return err if isinstance(err, dict) else None
-
-
-def _new_error_reply(code: str, stage: str, message: str, issues: list[dict[str, Any]]) -> BridgeReply:
-    return {"kind": "error", "error": {"code": code, "stage": stage, "message": message, "issues": issues}}
-
+from intentref.suite.alterations._variant_policy import (
+    Reference,
+    combination_length_limited,
+    detail_dropped,
+    detail_verbatim,
+    empty_enum_accepted,
+    one_contract_issue,
+    selection_in_request_order,
+)
+from intentref.suite.alterations._variants_bridge import (
+    CANCELLED_TOKEN_CONFLICTS,
+    NO_REPLAY,
+    TOKENS_JUDGED_OTHERWISE,
+)
+from intentref.suite.alterations._variants_requests import (
+    FIELDS_NULL_REFUSED,
+    JOB_NOT_FOUND_BY_CAUSE,
+    LENIENT_MEMBERS,
+    NULL_OUTCOME,
+    REPAIRS_NOT_CONFIGURABLE,
+    REPEATED_FIELD_REFUSED,
+    REPLAY_TTL_BOUNDS_IDLE_JOBS,
+    STRICT_CONTEXT,
+    SURROGATES_REPLACED,
+)
+from intentref.suite.alterations.alteration import Alteration, policy_changes
 
 # --------------------------------------------------------------------------- wording
 
 
-class _Reworded(Writer):
-    """D-ERR-006, D-INS-001: other messages and instructions, meaning the same."""
-
-    def message(self, err: IntentParseError) -> str:
-        return f"[{err.code} at stage {err.stage}] the call could not be completed."
-
-    def error_issue(self, err: IntentParseError, issue: Issue) -> dict[str, Any]:
-        written = super().error_issue(err, issue)
-        if issue.code not in DATA_ISSUE_CODES:  # the candidate's own issues keep the model's words (seed 004)
-            written["message"] = f"Problem {issue.code} here."
-        return written
-
-    def instructions(self, task: Task) -> str:
-        return (f"Write the complete {task.stage} candidate as one JSON document. "
-                "Follow the format and read the payload; on a repair, send the whole candidate again.")  # fmt: skip
+def _reworded_message(reference: Reference, writer: Writer, err: IntentParseError) -> str:
+    return f"[{err.code} at stage {err.stage}] the call could not be completed."
 
 
+def _reworded_issue(reference: Reference, writer: Writer, err: IntentParseError, issue: Issue) -> dict[str, Any]:
+    written: dict[str, Any] = reference(writer, err, issue)
+    if issue.code not in DATA_ISSUE_CODES:  # the candidate's own issues keep the model's words (seed 004)
+        written["message"] = f"Problem {issue.code} here."
+    return written
+
+
+def _reworded_instructions(reference: Reference, writer: Writer, task: Task) -> str:
+    return (f"Write the complete {task.stage} candidate as one JSON document. "
+            "Follow the format and read the payload; on a repair, send the whole candidate again.")  # fmt: skip
+
+
+# D-ERR-006, D-INS-001: other messages and instructions, meaning the same.
 REWORDED = Alteration(
     name="reworded",
     decisions=("D-ERR-006", "D-INS-001"),
     summary="other error and issue messages, other task instructions",
-    writer=_Reworded,
+    writer={"message": _reworded_message, "error_issue": _reworded_issue, "instructions": _reworded_instructions},
 )
 
 
@@ -85,75 +98,62 @@ def _respell_schema(schema: Any) -> Any:
     return schema
 
 
-class _RespelledCoreSchema(Writer):
-    """D-COR-001: an equivalent intent_core schema, spelled another way."""
-
-    def core_schema(self) -> dict[str, Any]:
-        spelled: dict[str, Any] = _respell_schema(super().core_schema())
-        return spelled
-
-
 RESPELLED_CORE_SCHEMA = Alteration(
     name="respelled-core-schema",
     decisions=("D-COR-001",),
     summary="an equivalent intent_core schema, spelled differently",
-    writer=_RespelledCoreSchema,
+    writer={"core_schema": lambda reference, writer: _respell_schema(reference(writer))},
 )
 
 
 # --------------------------------------------------------------------------- payloads
 
 
-class _PayloadLayout(Writer):
-    """D-PAY-001, D-PAY-003: other members, another order, another JSON spelling."""
-
-    def core_payload(self, task: Task) -> dict[str, Any]:
-        # Seed 000 lists the data payload's members only; this core payload leaves the
-        # language to the instructions.
-        payload = super().core_payload(task)
-        del payload["structuredLanguage"]
-        return payload
-
-    def payload_text(self, payload: dict[str, Any]) -> str:
-        return json.dumps(dict(reversed(list(payload.items()))), ensure_ascii=True)
+def _core_payload_without_language(reference: Reference, writer: Writer, task: Task) -> dict[str, Any]:
+    # Seed 000 lists the data payload's members only; this core payload leaves the language to
+    # the instructions.
+    payload: dict[str, Any] = reference(writer, task)
+    del payload["structuredLanguage"]
+    return payload
 
 
+def _reversed_ascii_payload(reference: Reference, writer: Writer, payload: dict[str, Any]) -> str:
+    return json.dumps(dict(reversed(list(payload.items()))), ensure_ascii=True)
+
+
+# D-PAY-001, D-PAY-003: other members, another order, another JSON spelling.
 PAYLOAD_LAYOUT = Alteration(
     name="payload-layout",
     decisions=("D-PAY-001", "D-PAY-003"),
     summary="payload members in another order, written with ASCII escapes and spaces; no structuredLanguage in the core payload",
-    writer=_PayloadLayout,
+    writer={"core_payload": _core_payload_without_language, "payload_text": _reversed_ascii_payload},
 )
 
 
-class _ContextEntries(Writer):
-    """D-PAY-002: context entries with other member names, in another order."""
-
-    def context_entry(self, source: Source) -> dict[str, Any]:
-        return {"role": source.role, "text": source.content, "sourceId": source.source_id}
+def _context_entry(reference: Reference, writer: Writer, source: Source) -> dict[str, Any]:
+    return {"role": source.role, "text": source.content, "sourceId": source.source_id}
 
 
+# D-PAY-002: context entries with other member names, in another order.
 CONTEXT_ENTRIES = Alteration(
     name="context-entries",
     decisions=("D-PAY-002",),
     summary="payload context entries as {role, text, sourceId}",
-    writer=_ContextEntries,
+    writer={"context_entry": _context_entry},
 )
 
 
-class _RepairMaterial(Writer):
-    """D-PAY-004: the repair material under other names."""
-
-    def repair(self, repair: Repair) -> dict[str, Any]:
-        return {"round": repair.attempt, "problems": [{"at": i.path, "why": i.message} for i in repair.issues],
-                "yourLastAnswer": repair.previous_candidate}  # fmt: skip
+def _repair_material(reference: Reference, writer: Writer, repair: Repair) -> dict[str, Any]:
+    return {"round": repair.attempt, "problems": [{"at": i.path, "why": i.message} for i in repair.issues],
+            "yourLastAnswer": repair.previous_candidate}  # fmt: skip
 
 
+# D-PAY-004: the repair material under other names.
 REPAIR_MATERIAL = Alteration(
     name="repair-material",
     decisions=("D-PAY-004",),
     summary="payload.repair as {round, problems: [{at, why}], yourLastAnswer}",
-    writer=_RepairMaterial,
+    writer={"repair": _repair_material},
 )
 
 
@@ -161,28 +161,26 @@ REQUEST_ORDER_FIELDS = Alteration(
     name="request-order-fields",
     decisions=("D-REQ-002",),
     summary="selectedFields in the order the request lists them",
-    policy=policy_changes(selection_in_definition_order=False),
+    rules={"select_fields": selection_in_request_order},
 )
 
 
-class _LeanSelectedSchema(Writer):
-    """D-SCH-006: the selected schema without what it does not need."""
-
-    def selected_schema(self, task: Task) -> dict[str, Any]:
-        schema = super().selected_schema(task)
-        if schema.get("required") == []:
-            del schema["required"]
-        # The root's annotations stay in schemaReference, beside it in the same payload.
-        schema.pop("title", None)
-        schema.pop("description", None)
-        return schema
+def _lean_selected_schema(reference: Reference, writer: Writer, task: Task) -> dict[str, Any]:
+    schema: dict[str, Any] = reference(writer, task)
+    if schema.get("required") == []:
+        del schema["required"]
+    # The root's annotations stay in schemaReference, beside it in the same payload.
+    schema.pop("title", None)
+    schema.pop("description", None)
+    return schema
 
 
+# D-SCH-006: the selected schema without what it does not need.
 LEAN_SELECTED_SCHEMA = Alteration(
     name="lean-selected-schema",
     decisions=("D-SCH-006",),
     summary="the selected schema omits an empty required list and the root's title and description",
-    writer=_LeanSelectedSchema,
+    writer={"selected_schema": _lean_selected_schema},
 )
 
 
@@ -193,49 +191,40 @@ PLAIN_CONTRACT_ISSUES = Alteration(
     name="plain-contract-issues",
     decisions=("D-ERR-007",),
     summary="MODEL_OUTPUT_INVALID carries one issue with path null, not pointers into the candidate",
-    policy=policy_changes(contract_issues_point_into_candidate=False),
+    rules={"contract_issues": one_contract_issue},
 )
 
 
-class _BareNotFound(Writer):
-    """D-BRG-003: BRIDGE_JOB_NOT_FOUND with no issue."""
-
-    def error_issues(self, err: IntentParseError) -> list[dict[str, Any]]:
-        return [] if err.code == "BRIDGE_JOB_NOT_FOUND" else super().error_issues(err)
+def _not_found_without_issues(reference: Reference, writer: Writer, err: IntentParseError) -> list[dict[str, Any]]:
+    return [] if err.code == "BRIDGE_JOB_NOT_FOUND" else reference(writer, err)
 
 
 BARE_NOT_FOUND = Alteration(
     name="bare-not-found",
     decisions=("D-BRG-003",),
     summary="BRIDGE_JOB_NOT_FOUND carries no issue",
-    writer=_BareNotFound,
+    writer={"error_issues": _not_found_without_issues},
 )
 
 
-class _PartialOnExtractionOnly(Writer):
-    """D-ERR-009: partialResult where seed 004 shows it, and nowhere else."""
-
-    def partial_result(self, err: IntentParseError) -> dict[str, Any] | None:
-        return super().partial_result(err) if err.code == "DATA_EXTRACTION_FAILED" else None
+def _partial_on_extraction(reference: Reference, writer: Writer, err: IntentParseError) -> dict[str, Any] | None:
+    # D-ERR-009: partialResult where seed 004 shows it, and nowhere else.
+    return reference(writer, err) if err.code == "DATA_EXTRACTION_FAILED" else None
 
 
 PARTIAL_ON_EXTRACTION_ONLY = Alteration(
     name="partial-on-extraction-only",
     decisions=("D-ERR-009",),
     summary="partialResult only on DATA_EXTRACTION_FAILED",
-    writer=_PartialOnExtractionOnly,
+    writer={"partial_result": _partial_on_extraction},
 )
-
-
-# The codes a cancel ends a job with, whatever its outcome (the core's table, read here).
-CANCEL_ENDINGS = tuple(CANCEL_CODES.values())
 
 
 DETAIL_DROPPED = Alteration(
     name="cancel-detail-dropped",
     decisions=("D-CAN-002",),
     summary="a cancel's detail is not kept as an issue",
-    policy=policy_changes(cancel_detail="dropped"),
+    rules={"detail_issues": detail_dropped},
 )
 
 
@@ -243,21 +232,20 @@ def _is_parameter_fault(err: IntentParseError) -> bool:
     return err.code == "INPUT_INVALID" and err.stage == "bridge"
 
 
-class _ParameterFaultsAtInput(Writer):
-    """D-BRG-001: a malformed call is written as an input fault, without issues."""
-
-    def stage(self, err: IntentParseError) -> str:
-        return "input" if _is_parameter_fault(err) else super().stage(err)
-
-    def error_issues(self, err: IntentParseError) -> list[dict[str, Any]]:
-        return [] if _is_parameter_fault(err) else super().error_issues(err)
+def _parameter_fault_at_input(reference: Reference, writer: Writer, err: IntentParseError) -> str:
+    return "input" if _is_parameter_fault(err) else reference(writer, err)
 
 
+def _parameter_fault_without_issues(reference: Reference, writer: Writer, err: IntentParseError) -> list[dict[str, Any]]:
+    return [] if _is_parameter_fault(err) else reference(writer, err)
+
+
+# D-BRG-001: a malformed call is written as an input fault, without issues.
 PARAMETER_FAULTS_AT_INPUT = Alteration(
     name="parameter-faults-at-input",
     decisions=("D-BRG-001",),
     summary="a malformed call is INPUT_INVALID at stage input, without issues",
-    writer=_ParameterFaultsAtInput,
+    writer={"stage": _parameter_fault_at_input, "error_issues": _parameter_fault_without_issues},
 )
 
 
@@ -272,159 +260,32 @@ _RENAMED_CODES = {
 }
 
 
-class _OtherCodes(Writer):
-    """D-ERR-001 .. D-ERR-005: three endings under other codes, the error's own issue too."""
-
-    def code(self, err: IntentParseError) -> str:
-        return _RENAMED_CODES[err.code][0] if err.code in _RENAMED_CODES else super().code(err)
-
-    def stage(self, err: IntentParseError) -> str:
-        moved = _RENAMED_CODES.get(err.code, (None, None))[1]
-        return moved if moved is not None else super().stage(err)
-
-    def error_issue(self, err: IntentParseError, issue: Issue) -> dict[str, Any]:
-        written = super().error_issue(err, issue)
-        if issue.code == err.code and err.code in _RENAMED_CODES:
-            written["code"] = _RENAMED_CODES[err.code][0]
-        return written
+def _renamed_code(reference: Reference, writer: Writer, err: IntentParseError) -> str:
+    return _RENAMED_CODES[err.code][0] if err.code in _RENAMED_CODES else reference(writer, err)
 
 
+def _moved_stage(reference: Reference, writer: Writer, err: IntentParseError) -> str:
+    moved = _RENAMED_CODES.get(err.code, (None, None))[1]
+    return moved if moved is not None else reference(writer, err)
+
+
+def _renamed_own_issue(reference: Reference, writer: Writer, err: IntentParseError, issue: Issue) -> dict[str, Any]:
+    written: dict[str, Any] = reference(writer, err, issue)
+    if issue.code == err.code and err.code in _RENAMED_CODES:
+        written["code"] = _RENAMED_CODES[err.code][0]
+    return written
+
+
+# D-ERR-001 .. D-ERR-005: three endings under other codes, the error's own issue too.
 OTHER_CODES = Alteration(
     name="other-codes",
     decisions=("D-ERR-001", "D-ERR-002", "D-ERR-003", "D-ERR-005"),
     summary="CONFIG_INVALID, BRIDGE_INSTANCE_NOT_FOUND and BRIDGE_JOB_EXPIRED under other codes",
-    writer=_OtherCodes,
-)
-
-
-# --------------------------------------------------------------------------- requests
-
-
-_PARSE_MEMBERS = ("instance", "input", "context", "fields")
-_MEMBERS = {"prepare": _PARSE_MEMBERS, "accept": ("jobId", "stepToken", "candidateText"),
-            "cancel": ("jobId", "outcome", "detail")}  # fmt: skip
-
-
-def _ignore_unknown_members(op: str, request: Any, memory: Memory) -> Any:
-    if isinstance(request, dict) and op in _MEMBERS:
-        return {k: v for k, v in request.items() if k in _MEMBERS[op]}
-    return request
-
-
-LENIENT_MEMBERS = Alteration(
-    name="lenient-members",
-    decisions=("D-REQ-001",),
-    summary="unknown request members are ignored, not refused",
-    before=_ignore_unknown_members,
-)
-
-
-def _fields_null_refused(op: str, request: Any, memory: Memory) -> Any:
-    if op == "prepare" and isinstance(request, dict) and "fields" in request and request["fields"] is None:
-        message = "fields must be an array of field names."
-        return _new_error_reply("INPUT_INVALID", "input", message, [
-            {"code": "INPUT_INVALID", "category": "input", "path": "/fields", "message": message}])
-    return request
-
-
-FIELDS_NULL_REFUSED = Alteration(
-    name="fields-null-refused",
-    decisions=("D-REQ-005",),
-    summary="fields: null is refused, not read as absent",
-    before=_fields_null_refused,
-)
-
-
-def _strict_context(op: str, request: Any, memory: Memory) -> Any:
-    if op != "prepare" or not isinstance(request, dict) or "context" not in request:
-        return request
-    context = request["context"]
-
-    def refuse(path: str) -> BridgeReply:
-        message = "context must hold non-blank text."
-        return _new_error_reply("INPUT_INVALID", "input", message,
-                            [{"code": "INPUT_INVALID", "category": "input", "path": path, "message": message}])  # fmt: skip
-
-    if context is None:
-        return refuse("/context")
-    if isinstance(context, str) and not context.strip():
-        return refuse("/context")
-    if isinstance(context, list):
-        kept = []
-        for index, message in enumerate(context):
-            if isinstance(message, dict):
-                content = message.get("content")
-                if isinstance(content, str) and not content.strip():
-                    return refuse(f"/context/{index}/content")
-                message = {k: v for k, v in message.items() if k in ("role", "content")}
-            kept.append(message)
-        request["context"] = kept
-    return request
-
-
-STRICT_CONTEXT = Alteration(
-    name="strict-context",
-    decisions=("D-REQ-004",),
-    summary="blank or null context refused; extra message members ignored",
-    before=_strict_context,
-)
-
-
-def _replace_surrogates(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    if isinstance(value, list):
-        return [_replace_surrogates(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _replace_surrogates(v) for k, v in value.items()}
-    return value
-
-
-def _surrogates_replaced(op: str, request: Any, memory: Memory) -> Any:
-    if op == "prepare" and isinstance(request, dict):
-        for member in ("input", "context"):
-            if member in request:
-                request[member] = _replace_surrogates(request[member])
-    return request
-
-
-SURROGATES_REPLACED = Alteration(
-    name="surrogates-replaced",
-    decisions=("D-REQ-003",),
-    summary="lone surrogates in request text become U+FFFD, as a JavaScript host's encoder writes them",
-    before=_surrogates_replaced,
-)
-
-
-def _null_outcome_is_absent(op: str, request: Any, memory: Memory) -> Any:
-    if op == "cancel" and isinstance(request, dict) and "outcome" in request and request["outcome"] is None:
-        del request["outcome"]
-    return request
-
-
-NULL_OUTCOME = Alteration(
-    name="null-outcome-default",
-    decisions=("D-BRG-015",),
-    summary="cancel outcome: null means the default, cancelled",
-    before=_null_outcome_is_absent,
+    writer={"code": _renamed_code, "stage": _moved_stage, "error_issue": _renamed_own_issue},
 )
 
 
 # --------------------------------------------------------------------------- configuration
-
-
-def _without_repair_attempts(name: str, config: dict[str, Any]) -> dict[str, Any]:
-    config.pop("repairAttempts", None)
-    return config
-
-
-REPAIRS_NOT_CONFIGURABLE = Alteration(
-    name="repairs-not-configurable",
-    decisions=("D-CFG-001", "D-LIM-005"),
-    summary="an instance takes no repairAttempts member: one repair per stage, always",
-    config=_without_repair_attempts,
-    lacks={REPAIR_ATTEMPTS: "repairs are not configurable per instance in this variant"},
-)
 
 
 DEFAULT_LANGUAGE_ZH = Alteration(
@@ -439,26 +300,7 @@ COMBINATION_LIMIT = Alteration(
     name="combination-length-limit",
     decisions=("D-SCH-005",),
     summary="an anyOf/oneOf/allOf array outside 1-16 is LIMIT_EXCEEDED, not SCHEMA_UNSUPPORTED",
-    policy=policy_changes(combination_length_is_a_limit=True),
-)
-
-
-# --------------------------------------------------------------------------- tokens and replay
-
-
-NO_REPLAY = Alteration(
-    name="no-replay",
-    decisions=("D-BRG-007",),
-    summary="a used step token is a conflict even with the identical candidate (no retained-reply replay)",
-    policy=policy_changes(retained_replies_replayed=False),
-)
-
-
-CANCELLED_TOKEN_CONFLICTS = Alteration(
-    name="cancelled-token-conflicts",
-    decisions=("D-BRG-008",),
-    summary="the open token of a cancelled job is a conflict, not the job's terminal reply",
-    policy=policy_changes(cancelled_open_step_conflicts=True),
+    rules={"keyword_checks": combination_length_limited},
 )
 
 
@@ -468,21 +310,19 @@ CANCELLED_TOKEN_CONFLICTS = Alteration(
 _CONFIG_CODES = ("SCHEMA_UNSUPPORTED", "LIMIT_EXCEEDED", "CONFIG_INVALID")
 
 
-class _OtherIssueCategories(Writer):
-    """D-ERR-001: a definition problem filed as category definition; an unknown field too (it is not defined)."""
-
-    def error_issue(self, err: IntentParseError, issue: Issue) -> dict[str, Any]:
-        written = super().error_issue(err, issue)
-        if (err.stage == "config" and issue.code in _CONFIG_CODES) or issue.code == "UNKNOWN_FIELD":
-            written["category"] = "definition"
-        return written
+def _definition_category(reference: Reference, writer: Writer, err: IntentParseError, issue: Issue) -> dict[str, Any]:
+    written: dict[str, Any] = reference(writer, err, issue)
+    if (err.stage == "config" and issue.code in _CONFIG_CODES) or issue.code == "UNKNOWN_FIELD":
+        written["category"] = "definition"
+    return written
 
 
+# D-ERR-001: a definition problem filed as category definition; an unknown field too (it is not defined).
 OTHER_ISSUE_CATEGORIES = Alteration(
     name="other-issue-categories",
     decisions=("D-ERR-001",),
     summary="configuration and unknown-field issues filed under category definition",
-    writer=_OtherIssueCategories,
+    writer={"error_issue": _definition_category},
 )
 
 
@@ -492,39 +332,36 @@ def _parent_pointer(path: str | None) -> str | None:
     return path
 
 
-class _RequestFaultsWithoutPointers(Writer):
-    """D-REQ-007: request faults name what is wrong in words only: their issues carry no pointer."""
-
-    def error_issue(self, err: IntentParseError, issue: Issue) -> dict[str, Any]:
-        written = super().error_issue(err, issue)
-        if err.stage == "input":
-            written["path"] = None
-        return written
+def _input_issue_without_pointer(reference: Reference, writer: Writer, err: IntentParseError,
+                                 issue: Issue) -> dict[str, Any]:  # fmt: skip
+    written: dict[str, Any] = reference(writer, err, issue)
+    if err.stage == "input":
+        written["path"] = None
+    return written
 
 
+# D-REQ-007: request faults name what is wrong in words only: their issues carry no pointer.
 COARSE_REQUEST_POINTERS = Alteration(
     name="request-faults-without-pointers",
     decisions=("D-REQ-007",),
     summary="a request fault's issue has path null instead of a pointer into the request",
-    writer=_RequestFaultsWithoutPointers,
+    writer={"error_issue": _input_issue_without_pointer},
 )
 
 
-class _NodePointers(Writer):
-    """D-SCH-008: a construction error points at the schema node holding the keyword, not at the keyword."""
-
-    def error_issue(self, err: IntentParseError, issue: Issue) -> dict[str, Any]:
-        written = super().error_issue(err, issue)
-        if err.stage == "config" and issue.code in ("SCHEMA_UNSUPPORTED", "LIMIT_EXCEEDED"):
-            written["path"] = _parent_pointer(issue.path) if issue.path else None
-        return written
+def _issue_at_node(reference: Reference, writer: Writer, err: IntentParseError, issue: Issue) -> dict[str, Any]:
+    written: dict[str, Any] = reference(writer, err, issue)
+    if err.stage == "config" and issue.code in ("SCHEMA_UNSUPPORTED", "LIMIT_EXCEEDED"):
+        written["path"] = _parent_pointer(issue.path) if issue.path else None
+    return written
 
 
+# D-SCH-008: a construction error points at the schema node holding the keyword, not at the keyword.
 NODE_POINTERS = Alteration(
     name="construction-error-at-node",
     decisions=("D-SCH-008",),
     summary="a construction error points at the schema node, not at its keyword",
-    writer=_NodePointers,
+    writer={"error_issue": _issue_at_node},
 )
 
 
@@ -532,69 +369,15 @@ EMPTY_ENUM_ACCEPTED = Alteration(
     name="empty-enum-accepted",
     decisions=("D-SCH-012",),
     summary="enum: [] is accepted (it admits no value)",
-    policy=policy_changes(empty_enum_accepted=True),
+    rules={"keyword_checks": empty_enum_accepted},
 )
-
-
-def _issued_jobs(memory: Memory) -> dict[Any, Any]:
-    issued: dict[Any, Any] = memory["bridge"].setdefault("issued", {})
-    return issued
-
-
-def _record_issued(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
-    if op == "prepare" and reply.get("kind") == "task":
-        _issued_jobs(memory)[reply.get("jobId")] = memory["session"]
-    err = _error(reply)
-    if err is None or err.get("code") != "BRIDGE_JOB_NOT_FOUND" or not isinstance(request, dict):
-        return reply
-    owner = _issued_jobs(memory).get(request.get("jobId"))
-    if owner is not None and owner is not memory["session"]:  # another connection's (or a closed one's)
-        message = "This job belongs to another connection."
-        return _new_error_reply("INPUT_INVALID", "bridge", message,
-                            [{"code": "INPUT_INVALID", "category": "input", "path": "/jobId", "message": message}])  # fmt: skip
-    if op == "accept":  # one's own job, no longer held: seed 000 fixes only cancel's answer
-        err["message"] = "This job is no longer held."
-    return reply
-
-
-def _never_issued_is_invalid(op: str, request: Any, memory: Memory) -> Any:
-    if op in ("accept", "cancel") and isinstance(request, dict) and isinstance(request.get("jobId"), str) \
-            and request["jobId"] not in _issued_jobs(memory):
-        message = "jobId was never issued by this Bridge."
-        return _new_error_reply("INPUT_INVALID", "bridge", message,
-                            [{"code": "INPUT_INVALID", "category": "input", "path": "/jobId", "message": message}])  # fmt: skip
-    return request
-
-
-JOB_NOT_FOUND_BY_CAUSE = Alteration(
-    name="unknown-jobs-by-cause",
-    decisions=("D-BRG-003",),
-    summary="a jobId never issued, or another connection's, is INPUT_INVALID; accept on a job no longer held words NOT_FOUND its own way",
-    before=_never_issued_is_invalid,
-    after=_record_issued,
-)
-
-
-TOKENS_JUDGED_OTHERWISE = Alteration(
-    name="tokens-judged-otherwise",
-    decisions=("D-BRG-008",),
-    summary="a token never issued for the job, or a used one with another text, is INPUT_INVALID, not a conflict",
-    policy=policy_changes(tokens_judged_by_cause=True),
-)
-
-
-class _CancelAtBridge(Writer):
-    """D-BRG-015: a cancelled job's error is written at stage bridge, where the cancel came from."""
-
-    def stage(self, err: IntentParseError) -> str:
-        return "bridge" if err.code in CANCEL_ENDINGS else super().stage(err)
 
 
 CANCEL_AT_BRIDGE = Alteration(
     name="cancel-at-bridge-stage",
     decisions=("D-BRG-015",),
     summary="a cancelled job's error has stage bridge, not the stage it was in",
-    writer=_CancelAtBridge,
+    writer={"stage": lambda reference, writer, err: "bridge" if err.code in CANCEL_ENDING_CODES else reference(writer, err)},
 )
 
 
@@ -602,61 +385,7 @@ DETAIL_KEPT_VERBATIM = Alteration(
     name="cancel-detail-verbatim",
     decisions=("D-CAN-002",),
     summary="any non-empty cancel detail, blank or not, is kept as the error's issue",
-    policy=policy_changes(cancel_detail="verbatim"),
-)
-
-
-def _repeated_field_refused(op: str, request: Any, memory: Memory) -> Any:
-    if op == "prepare" and isinstance(request, dict) and isinstance(request.get("fields"), list):
-        fields = request["fields"]
-        for index, name in enumerate(fields):
-            if name in fields[:index]:
-                message = "fields names a field twice."
-                return _new_error_reply("INPUT_INVALID", "input", message, [
-                    {"code": "INPUT_INVALID", "category": "input", "path": f"/fields/{index}", "message": message}])
-    return request
-
-
-REPEATED_FIELD_REFUSED = Alteration(
-    name="repeated-field-refused",
-    decisions=("D-REQ-002",),
-    summary="a field named twice in fields is refused",
-    before=_repeated_field_refused,
-)
-
-
-def _replay_ttl_bounds_idle_jobs(op: str, request: Any, memory: Memory) -> Any:
-    """With replayTtlMs set, a job untouched for that long is gone, active or not."""
-    import time
-
-    ttl = memory["bridge"]["options"].get("replayTtlMs") or 0
-    touched = memory.setdefault("touched", {})
-    job = request.get("jobId") if isinstance(request, dict) else None
-    now = time.monotonic() * 1000
-    if ttl > 0 and op in ("accept", "cancel") and job in touched and now - touched[job] >= ttl:
-        message = "No job with this jobId is held."
-        return _new_error_reply("BRIDGE_JOB_NOT_FOUND", "bridge", message,
-                            [{"code": "BRIDGE_JOB_NOT_FOUND", "category": "input", "path": "/jobId", "message": message}])  # fmt: skip
-    return request
-
-
-def _touch(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
-    import time
-
-    job = reply.get("jobId") if reply.get("kind") == "task" else None
-    if job is None and isinstance(request, dict) and op in ("accept", "cancel") and _error(reply) is None:
-        job = request.get("jobId")
-    if isinstance(job, str):
-        memory.setdefault("touched", {})[job] = time.monotonic() * 1000
-    return reply
-
-
-REPLAY_TTL_BOUNDS_IDLE_JOBS = Alteration(
-    name="replay-ttl-bounds-idle-jobs",
-    decisions=("D-BRG-016",),
-    summary="replayTtlMs also drops an active job left untouched that long",
-    before=_replay_ttl_bounds_idle_jobs,
-    after=_touch,
+    rules={"detail_issues": detail_verbatim},
 )
 
 

@@ -1,18 +1,57 @@
 """Decision variants made inside the Bridge: capacity, reclamation, sessions, the legacy TTLs.
 
-Each variant changes fields of the ``intentref.core.policy.Policy`` the Bridge is built with, read where the
-decision is applied, or rewrites calls at the boundary (see ``variants.Alteration``).  Every
-alternative is one seed 000 also allows (``#配置与容量``, ``#工具与 session 方法``,
-``#调用错误与任务状态``, ``#重复提交与冲突``); the comment on each says why.
+Each variant swaps the functions of ``intentref.bridge_store.JobStore`` that apply the decision
+it varies (``store``: ``alteration.extend``), changes a value of the policy the Bridge is built
+with, or rewrites calls at the boundary (see ``alteration.Alteration``).  An override is called
+with the reference's function first and may defer to it.  State only another reading needs
+(refusals kept for replay, whole-record deadlines, tombstones, cancelled jobs) is kept by the
+override that needs it (``_kept``), never by the reference.  Every alternative is one seed 000
+also allows (``#配置与容量``, ``#工具与 session 方法``, ``#调用错误与任务状态``,
+``#重复提交与冲突``); the comment on each says why.
 """
 
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
-from intentref.bridge import BridgeReply
+from intentref.bridge import CAPACITY_OPTIONS, DEFAULT_OUTCOME, DIGEST_BYTES, TTL_OPTIONS, BridgeReply
+from intentref.bridge_store import (
+    JobOwner,
+    JobRecord,
+    JobStore,
+    UsedStep,
+    candidate_digest,
+    fresh_reply,
+    iso_timestamp,
+    not_found_error,
+    stored_reply,
+    token_bytes,
+)
+from intentref.core.errors import IntentParseError, Issue, error, self_issue
+from intentref.core.job import Job
+from intentref.core.policy import Policy
+from intentref.core.wire import CANCEL_ENDING_CODES
+from intentref.suite.alterations._variant_policy import Reference
 from intentref.suite.alterations.alteration import Alteration, Memory, policy_changes
+
+T = TypeVar("T")
+
+EXPIRED_MESSAGE = "The retained replies of this job expired (replayTtlMs)."
+
+
+def _kept(store: JobStore, name: str, empty: Callable[[], T]) -> T:
+    """State one variant keeps beside the store's own, made on first use (the reference keeps none)."""
+    state = vars(store)
+    if name not in state:
+        state[name] = empty()
+    return state[name]  # type: ignore[no-any-return]
+
+
+def _input_fault(path: str, message: str) -> IntentParseError:
+    return error("INPUT_INVALID", "bridge", message, [Issue("INPUT_INVALID", "input", path, message)])
+
 
 # --------------------------------------------------------------------------- requests
 
@@ -81,21 +120,50 @@ UUID_TOKENS = Alteration(
 # --------------------------------------------------------------------------- configuration
 
 
+def _integral_float_option(reference: Reference, cls: type[JobStore], config: Mapping[str, Any], name: str,
+                           minimum: int, policy: Policy) -> int:  # fmt: skip
+    value = config.get(name)
+    if isinstance(value, float) and value.is_integer():
+        config = {**config, name: int(value)}  # 3.0 is the safe integer 3, as to JavaScript
+    answer: int = reference(cls, config, name, minimum, policy)
+    return answer
+
+
 # D-BRG-014 refuses 3.0.  The seed asks for positive safe integers (#配置与容量); 3.0 is the
 # safe integer 3 to a JavaScript host.
 INTEGRAL_FLOAT_OPTIONS = Alteration(
     name="integral-float-options",
     decisions=("D-BRG-014",),
     summary="an integral float option (maxJobs: 3.0) is the integer 3, not CONFIG_INVALID",
-    policy=policy_changes(integral_float_options=True),
+    store={"read_option": _integral_float_option},
 )
+
+
+def _every_faulty_option(reference: Reference, cls: type[JobStore], config: Mapping[str, Any],
+                         policy: Policy) -> list[int]:  # fmt: skip
+    # Every faulty option is named, one issue each.
+    wanted = [(name, 1) for name in CAPACITY_OPTIONS] + [(name, 0) for name in TTL_OPTIONS]
+    values: list[int] = []
+    faults: list[IntentParseError] = []
+    for name, minimum in wanted:
+        try:
+            values.append(cls.read_option(config, name, minimum, policy))
+        except IntentParseError as exc:
+            faults.append(exc)
+    if len(faults) == 1:
+        raise faults[0]
+    if faults:
+        issues = [issue for exc in faults for issue in exc.issues]
+        raise error("CONFIG_INVALID", "config", f"{len(faults)} Bridge config options are invalid.", issues)
+    return values
+
 
 # D-BRG-014 names the first faulty option.  The seeds fix no issue list for a config error.
 CONFIG_FAULTS_ALL_LISTED = Alteration(
     name="config-faults-all-listed",
     decisions=("D-BRG-014",),
     summary="CONFIG_INVALID lists every faulty capacity or TTL option, one issue each",
-    policy=policy_changes(config_faults_all_listed=True),
+    store={"read_options": _every_faulty_option},
 )
 
 # D-LIM-001: 1,024 jobs, 4,096 records, 64 MiB.  The seed names the options but no defaults
@@ -117,13 +185,34 @@ SMALLER_CAPACITY_DEFAULTS = Alteration(
 # seeds require closing to release the active jobs (#调用错误与任务状态) and say the original
 # job *may* then be BRIDGE_JOB_NOT_FOUND (#重复提交与冲突); ending them and keeping the records
 # until capacity reclaims them releases them too.
+def _closed_session_answers(reference: Reference, store: JobStore, session: JobOwner, read: Callable[[], T]) -> T:
+    return read()  # the closed session still answers for the records it kept
+
+
+def _close_keeping_records(reference: Reference, store: JobStore, session: JobOwner) -> None:
+    # The active jobs end as a cancel would end them, and every record stays, terminal, until
+    # it is reclaimed.
+    now = store.sweep()
+    for job_id in list(session._job_ids):
+        record = store.records.get(job_id)
+        if record is not None and record.job is not None:
+            store.end(record, record.job.cancel(DEFAULT_OUTCOME, None), now)
+
+
 CLOSED_SESSIONS_KEEP_RECORDS = Alteration(
     name="closed-sessions-keep-records",
     decisions=("D-BRG-004", "D-BRG-005"),
     summary="close ends active jobs as cancelled and keeps every record until reclaimed; "
     "the closed session still answers for them",
-    policy=policy_changes(closed_sessions_keep_records=True),
+    store={"read_call": _closed_session_answers, "close_session": _close_keeping_records},
 )
+
+
+def _closed_call_unchecked(reference: Reference, store: JobStore, session: JobOwner, read: Callable[[], T]) -> T:
+    if session.closed:
+        raise not_found_error()  # no parameter check on a closed session
+    answer: T = reference(store, session, read)
+    return answer
 
 
 # D-BRG-004 checks an accept's or cancel's parameters before answering that a closed session
@@ -133,7 +222,7 @@ CLOSED_CALLS_UNCHECKED = Alteration(
     name="closed-calls-unchecked",
     decisions=("D-BRG-004",),
     summary="accept and cancel on a closed session answer BRIDGE_JOB_NOT_FOUND before checking parameters",
-    policy=policy_changes(closed_calls_unchecked=True),
+    store={"read_call": _closed_call_unchecked},
 )
 
 
@@ -144,12 +233,43 @@ CLOSED_CALLS_UNCHECKED = Alteration(
 # current token (#配置与容量, #调用错误与任务状态), and lets the same token with the same text
 # reuse a retained reply (#重复提交与冲突): here the refusal is that retained reply, while any
 # other text on the token is still a normal submission.
+def _refusals(store: JobStore) -> dict[str, dict[tuple[bytes, bytes], bytes]]:
+    # Refused submissions: job id -> (token, digest) -> reply, outside the byte count (a
+    # conformance run only).
+    return _kept(store, "refusals", dict)
+
+
+def _refusal_kept(reference: Reference, store: JobStore, record: JobRecord, token: bytes, digest: bytes,
+                  exc: IntentParseError) -> BridgeReply:  # fmt: skip
+    reply: BridgeReply = reference(store, record, token, digest, exc)
+    _refusals(store).setdefault(record.job_id, {})[(token, digest)] = stored_reply(reply)
+    return reply
+
+
+def _refusal_replayed(reference: Reference, store: JobStore, record: JobRecord, step_token: str,
+                      candidate_text: str, now: float) -> BridgeReply:  # fmt: skip
+    kept = _refusals(store).get(record.job_id, {}).get((token_bytes(step_token), candidate_digest(candidate_text)))
+    if kept is not None:
+        return fresh_reply(kept)
+    answer: BridgeReply = reference(store, record, step_token, candidate_text, now)
+    return answer
+
+
 REJECTIONS_REPLAYED = Alteration(
     name="rejections-replayed",
     decisions=("D-BRG-009",),
     summary="a refused submission's reply is kept: the same token and text replay it, even after the step was used",
-    policy=policy_changes(rejections_replayed=True),
+    store={"refuse": _refusal_kept, "answer": _refusal_replayed},
 )
+
+
+def _estimated_step_size(reference: Reference, store: JobStore, record: JobRecord, candidate_text: str,
+                         step_reply: bytes, exact_size: int) -> int:  # fmt: skip
+    # An upper estimate: the old record kept whole, the candidate text, and the new task as
+    # step and as material.
+    return (record.nbytes + DIGEST_BYTES + len(candidate_text.encode("utf-8", "surrogatepass"))
+            + 2 * len(step_reply))  # fmt: skip
+
 
 # D-BRG-010 checks the exact size on a trial copy.  The seed only says a candidate over the
 # budget is refused with the job and token kept (#配置与容量); how the size is judged is open.
@@ -158,7 +278,7 @@ STEP_BUDGET_ESTIMATED = Alteration(
     decisions=("D-BRG-010",),
     summary="a step is refused unless an upper estimate of its record fits "
     "(old record kept whole + candidate + new task twice)",
-    policy=policy_changes(step_budget_estimated=True),
+    store={"step_size_checked": _estimated_step_size},
 )
 
 
@@ -171,15 +291,23 @@ RECORD_OVERHEAD_COUNTED = Alteration(
     name="record-overhead-counted",
     decisions=("D-BRG-011",),
     summary="maxReplayBytes also counts 512 bytes of bookkeeping per record",
-    policy=policy_changes(record_overhead_bytes=512),
+    store={"record_size": lambda reference, store, content_bytes: content_bytes + 512},
 )
+
+
+def _room_checked_first(reference: Reference, store: JobStore, session: JobOwner, start: Callable[[], Job],
+                        now: float) -> bytes:  # fmt: skip
+    store.check_room()  # a full Bridge refuses before the request is judged
+    answer: bytes = reference(store, session, start, now)
+    return answer
+
 
 # D-BRG-012 judges the request before capacity.  The seed fixes no order between the two.
 CAPACITY_BEFORE_REQUEST = Alteration(
     name="capacity-before-request",
     decisions=("D-BRG-012",),
     summary="maxJobs and maxReplayEntries are checked before the prepare request is judged",
-    policy=policy_changes(capacity_before_request=True),
+    store={"open_job": _room_checked_first},
 )
 
 
@@ -206,11 +334,16 @@ CAPACITY_REFUSAL_AT_INPUT = Alteration(
 
 # D-BRG-013 reclaims oldest-terminated first.  The seed says only that terminal records go
 # first and active jobs never (#配置与容量).
+def _oldest_created_terminal(reference: Reference, store: JobStore) -> str:
+    # Records are in creation order; the first terminal one goes (O(records)).
+    return next(i for i, r in store.records.items() if not r.active)
+
+
 RECLAIM_OLDEST_CREATED = Alteration(
     name="reclaim-oldest-created",
     decisions=("D-BRG-013",),
     summary="terminal records are reclaimed oldest-created first",
-    policy=policy_changes(reclaim_oldest_created=True),
+    store={"next_to_reclaim": _oldest_created_terminal},
 )
 
 
@@ -219,20 +352,73 @@ RECLAIM_OLDEST_CREATED = Alteration(
 
 # D-BRG-016: the seed gives jobTtlMs and replayTtlMs (deprecated, default 0) but not their
 # meaning, nor an expiry code (BRIDGE_JOB_EXPIRED is D-ERR-005's).
+def _deadline_renewed(reference: Reference, store: JobStore, record: JobRecord, now: float) -> tuple[str | None, float]:
+    ttl = store.options.job_ttl_ms
+    if not ttl:
+        answer: tuple[str | None, float] = reference(store, record, now)
+        return answer
+    # Every new task renews the job's deadline (an idle timeout) and carries it.
+    return iso_timestamp(store.wall_clock() + ttl), now + ttl
+
+
 JOB_TTL_PER_TASK = Alteration(
     name="job-ttl-per-task",
     decisions=("D-BRG-016",),
     summary="jobTtlMs is an idle timeout: every new task renews the deadline and its expiresAt",
-    policy=policy_changes(job_ttl_per_task=True),
+    store={"deadline_after": _deadline_renewed},
 )
+
+
+def _record_deadlines(store: JobStore) -> dict[str, float]:
+    # The monotonic deadline that ends each whole record.
+    return _kept(store, "record_deadlines", dict)
+
+
+def _admitted_with_record_deadline(reference: Reference, store: JobStore, session: JobOwner, job: Job,
+                                   now: float) -> bytes:  # fmt: skip
+    first: bytes = reference(store, session, job, now)
+    if store.options.job_ttl_ms:
+        job_id = next(reversed(store.active))  # admit appends the new job; reclaiming drops terminal ones only
+        _record_deadlines(store)[job_id] = now + store.options.job_ttl_ms
+    return first
+
+
+def _records_expired(reference: Reference, store: JobStore, now: float) -> None:
+    # The deadline ends the record itself, whatever its state (O(records) per call, acceptable
+    # in a conformance run); a record gone already is dropped again to no effect.
+    deadlines = _record_deadlines(store)
+    for job_id in [i for i, deadline in deadlines.items() if deadline <= now]:
+        del deadlines[job_id]
+        store.drop(job_id)
+
 
 JOB_TTL_DROPS_RECORD = Alteration(
     name="job-ttl-drops-record",
     decisions=("D-BRG-016",),
     summary="jobTtlMs bounds the whole record: at the deadline it is dropped, active or finished, "
     "and answers BRIDGE_JOB_NOT_FOUND",
-    policy=policy_changes(job_ttl_drops_record=True),
+    store={"admit": _admitted_with_record_deadline, "expire_jobs": _records_expired},
 )
+
+
+def _tombstones(store: JobStore) -> dict[str, JobOwner]:
+    # Jobs the replay TTL dropped, with the session that owned them.
+    return _kept(store, "tombstones", dict)
+
+
+def _tombstone_left(reference: Reference, store: JobStore, job_id: str) -> None:
+    _tombstones(store)[job_id] = store.records[job_id].owner
+    reference(store, job_id)
+
+
+def _owner_told_expired(reference: Reference, store: JobStore, session: JobOwner, job_id: str) -> IntentParseError:
+    if _tombstones(store).get(job_id) is session:
+        # The session that owned a job the replay TTL dropped is told it expired.
+        return error("BRIDGE_JOB_EXPIRED", "bridge", EXPIRED_MESSAGE,
+                     [self_issue("BRIDGE_JOB_EXPIRED", "/jobId", EXPIRED_MESSAGE)])  # fmt: skip
+    answer: IntentParseError = reference(store, session, job_id)
+    return answer
+
 
 # The seeds name no code for a job dropped by the replay TTL: it is none of the cases seed 000
 # says may answer BRIDGE_JOB_NOT_FOUND (a closed connection, capacity, a restart).
@@ -240,7 +426,69 @@ REPLAY_TTL_TOMBSTONE = Alteration(
     name="replay-ttl-tombstone",
     decisions=("D-BRG-016",),
     summary="a job dropped by replayTtlMs answers its owner BRIDGE_JOB_EXPIRED, not BRIDGE_JOB_NOT_FOUND",
-    policy=policy_changes(replay_ttl_tombstones=True),
+    store={"replay_expired": _tombstone_left, "missing": _owner_told_expired},
+)
+
+
+# --------------------------------------------------------------------------- tokens and replay
+# Listed among the boundary variants (``_variants_boundary.VARIANTS``), where the catalogue has
+# always named them.
+
+
+def _nothing_replayed(reference: Reference, store: JobStore, record: JobRecord, step: UsedStep) -> bytes:
+    raise store.conflict(record, step.token, step)  # nothing is replayed, not even the same text
+
+
+NO_REPLAY = Alteration(
+    name="no-replay",
+    decisions=("D-BRG-007",),
+    summary="a used step token is a conflict even with the identical candidate (no retained-reply replay)",
+    store={"replay": _nothing_replayed},
+)
+
+
+def _cancelled(store: JobStore) -> set[str]:
+    # The jobs a cancel ended, whose open step is then a conflict.
+    return _kept(store, "cancelled", set)
+
+
+def _cancel_remembered(reference: Reference, store: JobStore, record: JobRecord, exc: IntentParseError,
+                       now: float) -> bytes:  # fmt: skip
+    if exc.code in CANCEL_ENDING_CODES:
+        _cancelled(store).add(record.job_id)
+    answer: bytes = reference(store, record, exc, now)
+    return answer
+
+
+def _cancelled_step_conflicts(reference: Reference, store: JobStore, record: JobRecord) -> bytes:
+    if record.job_id in _cancelled(store):
+        raise JobStore.conflict(store, record, record.token, None)  # a cancelled job has no step any more
+    answer: bytes = reference(store, record)
+    return answer
+
+
+CANCELLED_TOKEN_CONFLICTS = Alteration(
+    name="cancelled-token-conflicts",
+    decisions=("D-BRG-008",),
+    summary="the open token of a cancelled job is a conflict, not the job's terminal reply",
+    store={"end": _cancel_remembered, "open_step_of_ended_job": _cancelled_step_conflicts},
+)
+
+
+def _conflict_by_cause(reference: Reference, store: JobStore, record: JobRecord, token: bytes,
+                       step: UsedStep | None) -> IntentParseError:  # fmt: skip
+    # Every token issued for a job is a used step's or the open one's, so a token that is
+    # neither was never issued for it.
+    if step is None:
+        return _input_fault("/stepToken", "stepToken was never issued for this job.")
+    return _input_fault("/candidateText", "This step was already submitted with another candidateText.")
+
+
+TOKENS_JUDGED_OTHERWISE = Alteration(
+    name="tokens-judged-otherwise",
+    decisions=("D-BRG-008",),
+    summary="a token never issued for the job, or a used one with another text, is INPUT_INVALID, not a conflict",
+    store={"conflict": _conflict_by_cause},
 )
 
 

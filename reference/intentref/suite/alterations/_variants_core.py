@@ -1,7 +1,8 @@
 """Decision variants made inside the core: how candidates are judged, and the limits.
 
-Each variant changes fields of the ``intentref.core.policy.Policy`` the core is built with, read where the
-decision is applied (see ``variants.Alteration``).  Every alternative here is one the seeds
+Each variant swaps the rule of ``intentref.core.policy.Policy`` that applies its decision
+(``rules``, see ``alteration.extend``), or changes a value or a field of the policy the core
+is built with, read where the decision is applied.  Every alternative here is one the seeds
 also allow: they are silent on it, or (as for evidence per leaf) read that way just as well.
 """
 
@@ -10,62 +11,82 @@ from __future__ import annotations
 from typing import Any
 
 from intentref.core import limits
+from intentref.suite.alterations._variant_policy import (
+    ascii_blanks,
+    canonical_draft7_id,
+    evidence_per_leaf,
+    formats_annotate,
+    no_implied_issues,
+    numbers_in_data_only,
+    open_core_candidate,
+    open_data_candidate,
+    parse_float_keeping_unsafe_doubles,
+    python_regex,
+    python_regex_validator,
+    reading_with,
+    required_missing_issues,
+    required_not_provided_is_business,
+    root_description_checks_only,
+    schema_violations_are_business,
+    surrogates_replaced,
+    verdict_issue_at_every_check,
+)
 from intentref.suite.alterations.alteration import Alteration, policy_changes
 
 EVIDENCE_PER_LEAF = Alteration(
     name="evidence-per-leaf",
     decisions=("D-DAT-001",),
     summary="each returned leaf needs an evidence entry at its own path (a parent's entry covers nothing below it)",
-    policy=policy_changes(evidence_covers_children=False),
+    rules={"data_rules": evidence_per_leaf},
 )
 
 OPEN_CANDIDATES = Alteration(
     name="open-candidates",
     decisions=("D-COR-002",),
     summary="a candidate member the contract does not name is ignored, not a violation",
-    policy=policy_changes(closed_candidates=False),
+    rules={"core_violations": open_core_candidate, "data_contract_violations": open_data_candidate},
 )
 
 DUPLICATE_KEYS_LAST_WINS = Alteration(
     name="duplicate-keys-last-wins",
     decisions=("D-JSON-001",),
     summary="a repeated member name in a candidate: the last one wins, as JSON.parse reads it",
-    policy=policy_changes(duplicate_keys_refused=False),
+    rules=reading_with(object_pairs_hook=None),
 )
 
 CANDIDATE_SURROGATES_REPLACED = Alteration(
     name="candidate-surrogates-replaced",
     decisions=("D-JSON-002",),
     summary="a lone surrogate in a candidate is read as U+FFFD instead of refused",
-    policy=policy_changes(candidate_lone_surrogates_refused=False),
+    rules=reading_with(lone_surrogates=surrogates_replaced),
 )
 
 UNSAFE_INTEGRAL_DOUBLES = Alteration(
     name="unsafe-integral-doubles",
     decisions=("D-JSON-003",),
     summary="only integer literals must be safe; 1e20 or 1.7976931348623157e308 written as a double is that double",
-    policy=policy_changes(unsafe_integral_doubles_refused=False),
+    rules=reading_with(parse_float=parse_float_keeping_unsafe_doubles),
 )
 
 NUMBER_RULES_IN_DATA = Alteration(
     name="number-rules-in-data",
     decisions=("D-JSON-004",),
     summary="the number rules hold for values inside data only, and a fault is reported at the value's path",
-    policy=policy_changes(number_rules_on_every_literal=False),
+    rules=reading_with(numbers=numbers_in_data_only),
 )
 
 PYTHON_REGEX = Alteration(
     name="python-regex",
     decisions=("D-SCH-001",),
     summary="pattern and the regex format use Python's re instead of ECMA-262",
-    policy=policy_changes(ecma_regex=False),
+    rules={"regex_compiles": python_regex, "data_validator": python_regex_validator},
 )
 
 FORMATS_ANNOTATE = Alteration(
     name="formats-annotate",
     decisions=("D-SCH-003",),
     summary="format only annotates; no value is refused for its format",
-    policy=policy_changes(formats_asserted=False),
+    rules={"data_validator": formats_annotate},
 )
 
 CANONICAL_DRAFT7_ID = Alteration(
@@ -73,42 +94,42 @@ CANONICAL_DRAFT7_ID = Alteration(
     decisions=("D-SCH-004",),
     # Seed 003 names the http and https identifiers; the spelling without "#" is the decision.
     summary="$schema accepts only http(s)://json-schema.org/draft-07/schema# (with the #), and only at the root",
-    policy=policy_changes(any_draft7_id_spelling=False),
+    rules={"keyword_checks": canonical_draft7_id},
 )
 
 ROOT_DESCRIPTION_CHECKS_ONLY = Alteration(
     name="root-description-checks-only",
     decisions=("D-DAT-002",),
     summary="only a root description needs a descriptionCheck; checks of field descriptions are optional",
-    policy=policy_changes(field_descriptions_need_checks=False),
+    rules={"data_rules": root_description_checks_only},
 )
 
 NO_IMPLIED_ISSUES = Alteration(
     name="no-implied-issues",
     decisions=("D-DAT-003",),
     summary="violated / undetermined checks imply no issue; with none filed the error carries one generic issue",
-    policy=policy_changes(implied_verdict_issues=False),
+    rules={"implied_issues": no_implied_issues},
 )
 
 VERDICT_ISSUE_AT_EVERY_CHECK = Alteration(
     name="verdict-issue-at-every-check",
     decisions=("D-DAT-003",),
     summary="every violated / undetermined check adds its issue, even beside the candidate's own at that path",
-    policy=policy_changes(verdict_issue_at_every_check=True),
+    rules={"implied_issues": verdict_issue_at_every_check},
 )
 
 REQUIRED_NOT_PROVIDED_IS_BUSINESS = Alteration(
     name="required-not-provided-is-business",
     decisions=("D-DAT-004",),
     summary="a required field reported not_provided is DATA_EXTRACTION_FAILED (DATA_REQUIRED_MISSING), not a contract fault",
-    policy=policy_changes(required_not_provided_is_contract_fault=False),
+    rules={"data_rules": required_not_provided_is_business, "business_issues": required_missing_issues},
 )
 
 SCHEMA_VIOLATION_IS_BUSINESS = Alteration(
     name="schema-violation-is-business",
     decisions=("D-DAT-005",),
     summary="data the selected schema refuses (a wrong type aside) is DATA_EXTRACTION_FAILED, DATA_CONSTRAINT_VIOLATED at its path",
-    policy=policy_changes(schema_violation_is_contract_fault=False),
+    rules={"schema_judgement": schema_violations_are_business},
 )
 
 # The numeric limits of D-LIM-002..004, scaled.  A case "exactly at the limit is accepted"
@@ -168,7 +189,7 @@ ASCII_BLANKS = Alteration(
     name="ascii-blanks",
     decisions=("D-TXT-001",),
     summary="in a core candidate only ASCII white space is blank (an ideographic space is text)",
-    policy=policy_changes(ecma_blank_texts=False),
+    rules={"core_violations": ascii_blanks},
 )
 
 VARIANTS: tuple[Alteration, ...] = (

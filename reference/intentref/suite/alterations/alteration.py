@@ -9,19 +9,19 @@ The suite proves two things about itself with altered references:
   one when the rule is the seeds' own (D-CNF-033).
 
 Both are an ``Alteration``: a name, what it touches (the decision IDs it varies, or the rule
-it breaks and the seed text that rule restates), and what it substitutes.  It substitutes
-in one of three places:
-
-* *policy*: ``VariantPolicy`` fields the reference's Intents and Bridge are built with
-  (``_variant_policy``, ``_variant_store``): the rule itself is another function;
-* *writer*: a subclass of ``intentref.core.writer.Writer``, the layer that writes replies,
-  overriding the method that writes one part (wording, payload layout, issues, codes); the
-  writers of several alterations are combined by inheritance, each deferring to ``super()``
-  for what it leaves alone;
-* *boundary hooks*: an instance configuration before it is built (``config``), a request
-  before the reference sees it or an answer in its place (``before``), a reply after
-  (``after``).  That is how requests are read another way, and how most rules are broken:
-  a fault is a broken implementation seen from outside.
+it breaks and the seed text that rule restates), and what it substitutes.  Inside the
+reference it substitutes functions: the core's rules are the methods of
+``intentref.core.policy.Policy`` (``rules``), the Bridge's decisions the methods of
+``intentref.bridge_store.JobStore`` (``store``), the writing of replies the methods of
+``intentref.core.writer.Writer`` (``writer``), and ``extend`` swaps some of them as
+``jsonschema.validators.extend`` swaps keyword functions.  An override is called with the
+function it replaces first, so it defers to it for what it leaves alone, and the overrides of
+several alterations stack, the earlier outermost.  The numbers a policy holds (limits,
+defaults) are values (``policy``).  Outside the reference there are the boundary hooks:
+an instance configuration before it is built (``config``), a request before the reference
+sees it or an answer in its place (``before``), a reply after (``after``).  That is how
+requests are read another way, and how most rules are broken: a fault is a broken
+implementation seen from outside.
 
 ``AlteredTarget`` runs any set of alterations as an in-process target; it declares what it
 does not take (``lacks``) so that cases needing it are reported unsupported, never failed.
@@ -32,17 +32,19 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from intentref.bridge import BridgeReply
+from intentref.bridge import BridgeReply, JobStore, create_intent_bridge
+from intentref.core.errors import IntentParseError
 from intentref.core.policy import REFERENCE_POLICY, Policy
 from intentref.core.writer import Writer
+from intentref.intent import Intent
 from intentref.mcp.replies import is_bridge_reply
 from intentref.suite.alterations._variant_policy import VariantPolicy
-from intentref.suite.alterations._variant_store import VariantStore
 from intentref.suite.cases.capabilities import REFERENCE_CAPABILITIES
 from intentref.suite.targets.base import CallSession, ConfigRejected, InProcessRun, Run, Target
 
@@ -50,6 +52,11 @@ from intentref.suite.targets.base import CallSession, ConfigRejected, InProcessR
 # that Bridge (with ``memory["bridge"]["options"]``, the Bridge options of the run), and
 # ``memory["session"]`` is an object standing for this session.
 Memory = dict[str, Any]
+
+# An override of one function of a table: called with the function it replaces (``reference``)
+# first, then that function's own arguments, so that it can defer to it for what it leaves alone.
+Override = Callable[..., Any]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -70,7 +77,10 @@ class Alteration:
       ``accept``, ``cancel``, or ``config`` for a configuration error wrapped as a reply);
       ``request`` is the caller's own.
 
-    ``writer`` is a ``Writer`` subclass the altered reference writes its replies with.
+    ``policy`` changes values of the ``VariantPolicy`` the altered reference is built with (a
+    limit, a default); ``rules``, ``store`` and ``writer`` map a
+    method name of ``Policy`` / ``JobStore`` / ``Writer`` to its override (``extend``): the
+    altered reference judges, keeps its jobs and writes its replies with them.
 
     ``lacks`` maps a capability a case may need (``capabilities.REPAIR_ATTEMPTS``) to the
     reason the alteration does not offer it.  ``envelope_only``: the change is in the MCP
@@ -85,7 +95,9 @@ class Alteration:
     seed_rule: str | None = None
     catch_with: str = ""
     policy: Mapping[str, Any] = field(default_factory=dict)
-    writer: type[Writer] | None = None
+    rules: Mapping[str, Override] = field(default_factory=dict)
+    store: Mapping[str, Override] = field(default_factory=dict)
+    writer: Mapping[str, Override] = field(default_factory=dict)
     config: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
     before: Callable[[str, Any, Memory], Any] | None = None
     after: Callable[[str, Any, BridgeReply, Memory], BridgeReply] | None = None
@@ -96,6 +108,45 @@ class Alteration:
     @property
     def is_fault(self) -> bool:
         return bool(self.breaks)
+
+
+def extend(base: type[T], overrides: Mapping[str, Override]) -> type[T]:
+    """``base`` with some of its functions swapped, as ``jsonschema.validators.extend`` swaps
+    keyword functions: every other function is ``base``'s own, and ``base`` is left untouched.
+
+    A name ``base`` does not define raises AttributeError (a typo would change nothing).
+    """
+    table: dict[str, Any] = {}
+    for name, override in overrides.items():
+        found = inspect.getattr_static(base, name)
+        if isinstance(found, classmethod):
+            table[name] = classmethod(_swapped(found.__func__, override))
+        else:
+            table[name] = _swapped(found, override)
+    return type(base.__name__, (base,), table)
+
+
+def _swapped(reference: Callable[..., Any], override: Override) -> Callable[..., Any]:
+    def swapped(*args: Any, **kwargs: Any) -> Any:
+        return override(reference, *args, **kwargs)
+
+    swapped.__name__ = swapped.__qualname__ = override.__name__
+    return swapped
+
+
+def _extended(base: type[T], alterations: Iterable[Alteration], table: str) -> type[T]:
+    """``base`` with every alteration's overrides of ``table``, earlier alterations outermost:
+    where two swap the same function, the first is given the second as its reference."""
+    for alteration in reversed(tuple(alterations)):
+        overrides: Mapping[str, Override] = getattr(alteration, table)
+        if overrides:
+            base = extend(base, overrides)
+    return base
+
+
+def altered_store(alterations: Iterable[Alteration]) -> type[JobStore]:
+    """``JobStore`` with every alteration's store overrides, earlier alterations outermost."""
+    return _extended(JobStore, alterations, "store")
 
 
 def policy_changes(**changes: Any) -> dict[str, Any]:
@@ -161,10 +212,8 @@ class AlteredBridge:
 
 def combined_writer(alterations: Iterable[Alteration]) -> Writer | None:
     """One writer with every alteration's overrides (earlier ones outermost), or None for none."""
-    writers = tuple(a.writer for a in alterations if a.writer is not None)
-    if not writers:
-        return None
-    return writers[0]() if len(writers) == 1 else type("AlteredWriter", writers, {})()
+    chosen = tuple(alterations)
+    return _extended(Writer, chosen, "writer")() if any(a.writer for a in chosen) else None
 
 
 def altered_bridge_factory(alterations: Iterable[Alteration]) -> Callable[[Mapping[str, Any]], AlteredBridge]:
@@ -175,16 +224,15 @@ def altered_bridge_factory(alterations: Iterable[Alteration]) -> Callable[[Mappi
     replies itself.
     """
     chosen = tuple(alterations)
-    if any(a.policy for a in chosen):
+    if any(a.policy or a.rules for a in chosen):
         raise ValueError("an alteration that changes the policy needs AlteredTarget.open, not a Bridge factory")
     writer = combined_writer(chosen)
     policy = REFERENCE_POLICY if writer is None else REFERENCE_POLICY.but(writer=writer)
+    store = altered_store(chosen)
 
     def factory(config: Mapping[str, Any]) -> AlteredBridge:
-        from intentref.bridge import create_intent_bridge
-
         options = {k: v for k, v in config.items() if k != "instances"}
-        return AlteredBridge(create_intent_bridge(config, policy=policy), chosen, options)
+        return AlteredBridge(create_intent_bridge(config, policy=policy, store=store), chosen, options)
 
     return factory
 
@@ -211,7 +259,8 @@ class AlteredTarget(Target):
         writer = combined_writer(self.alterations)
         if writer is not None:
             changed["writer"] = writer
-        self.policy: Policy = VariantPolicy().but(**changed)
+        self.policy: Policy = _extended(VariantPolicy, self.alterations, "rules")().but(**changed)
+        self.store = altered_store(self.alterations)
         default = "variant:" + "+".join(a.name for a in self.alterations)
         self.name = (name or default) + (" (MCP model)" if envelope else "")
         self.lacks: dict[str, str] = {}
@@ -224,10 +273,6 @@ class AlteredTarget(Target):
         return None
 
     def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run:
-        from intentref.bridge import create_intent_bridge
-        from intentref.core.errors import IntentParseError
-        from intentref.intent import Intent
-
         try:
             built = {}
             for name, config in instances.items():
@@ -238,7 +283,7 @@ class AlteredTarget(Target):
                             config = alteration.config(name, config)
                 built[name] = Intent(config, policy=self.policy)
             bridge = create_intent_bridge({"instances": built, **bridge_options}, policy=self.policy,
-                                          store=VariantStore)  # fmt: skip
+                                          store=self.store)  # fmt: skip
         except IntentParseError as exc:
             reply: BridgeReply = {"kind": "error", "error": self.policy.writer.error(exc)}
             for alteration in self.alterations:
