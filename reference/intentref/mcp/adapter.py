@@ -26,16 +26,14 @@ from intentref._version import __version__
 from intentref.bridge import retained_json
 from intentref.core.jsontext import dumps_compact
 from intentref.core.limits import is_well_formed, well_formed
-from intentref.core.wire import OP_OF_TOOL, PREPARE_TOOL, TOOL_NAMES
+from intentref.core.wire import OP_OF_TOOL, PREPARE_TOOL
 from intentref.mcp.capacity import Client, JobLedger, session_client
 from intentref.mcp.replies import adapter_error_reply, is_bridge_reply, self_error_reply
-from intentref.mcp.tools import INSTRUCTIONS, MCP_TOOLS
+from intentref.mcp.tools import INSTRUCTIONS, MCP_TOOLS, TOOLS_IN_WORDS
 
 logger = logging.getLogger(__name__)
 
 SERVER_NAME: Final = "intent-runtime"
-# How an unknown-tool reply names the tools (D-MCP-005): "a, b and c".
-_TOOLS_IN_WORDS: Final = f"{', '.join(TOOL_NAMES[:-1])} and {TOOL_NAMES[-1]}"
 
 
 class ToolSession(Protocol):
@@ -79,7 +77,7 @@ def call_intent_tool(
         if method is None:
             # D-MCP-005: a tool result the model can read, not a JSON-RPC error.
             shown = json.dumps(name[:64])
-            message = f"unknown tool {shown}; the tools are {_TOOLS_IN_WORDS}."
+            message = f"unknown tool {shown}; the tools are {TOOLS_IN_WORDS}."
             return self_error_reply("BRIDGE_TOOL_NOT_FOUND", message)
         args: Any = {} if arguments is None else arguments
         # D-MCP-006: the Bridge judges the arguments itself (its parameter rules are the

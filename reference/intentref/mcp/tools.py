@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from intentref.core.wire import ACCEPT_TOOL, CANCEL_OUTCOMES, CANCEL_TOOL, PREPARE_TOOL
+from intentref.core.wire import ACCEPT_TOOL, CANCEL_OUTCOMES, CANCEL_TOOL, PREPARE_TOOL, TOOL_NAMES
 from intentref.mcp.replies import REPLY_KINDS
 
-__all__ = ["INSTRUCTIONS", "MCP_TOOLS"]
+__all__ = ["INSTRUCTIONS", "MCP_TOOLS", "TOOLS_IN_WORDS"]
+
+# How prose names the three tools ("a, b and c"): the command's description, the unknown-tool reply.
+TOOLS_IN_WORDS: Final = f"{', '.join(TOOL_NAMES[:-1])} and {TOOL_NAMES[-1]}"
 
 # spec: seed 000 "工具与 session 方法" -- PrepareRequest = IntentParseRequest + instance.
 _PREPARE_SCHEMA: Final[dict[str, Any]] = {
