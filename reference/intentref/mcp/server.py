@@ -73,7 +73,7 @@ _GRACEFUL_STOP_SECONDS: Final = 10.0
 _SESSION_DRAIN_SECONDS: Final = 1.0
 
 
-# --------------------------------------------------------------------------- services
+# --------------------------------------------------------------------------- the service
 
 
 class IntentMcpService:
@@ -162,6 +162,9 @@ async def _start(
     return IntentMcpService(bridge, task, url, stop)
 
 
+# --------------------------------------------------------------------------- a stream: stdio or the caller's
+
+
 class _StreamSession:
     """The one Bridge session of a stream connection (stdio or a caller's transport)."""
 
@@ -212,6 +215,9 @@ async def serve_intent_mcp(
                 close_session(session)
 
     return await _start(run, bridge)
+
+
+# --------------------------------------------------------------------------- streamable HTTP, served by uvicorn
 
 
 class _UvicornServer(uvicorn.Server):

@@ -154,24 +154,12 @@ _CANCEL_DESCRIPTION: Final = (
 # spec: R-BRG-003, R-BRG-004, R-BRG-005 -- D-MCP-001: plain dicts in wire (camelCase) form,
 # so a host can embed them as they are.
 MCP_TOOLS: Final[list[dict[str, Any]]] = [
-    {
-        "name": PREPARE_TOOL,
-        "description": _PREPARE_DESCRIPTION,
-        "inputSchema": _PREPARE_SCHEMA,
-        "outputSchema": _REPLY_SCHEMA,
-    },
-    {
-        "name": ACCEPT_TOOL,
-        "description": _ACCEPT_DESCRIPTION,
-        "inputSchema": _ACCEPT_SCHEMA,
-        "outputSchema": _REPLY_SCHEMA,
-    },
-    {
-        "name": CANCEL_TOOL,
-        "description": _CANCEL_DESCRIPTION,
-        "inputSchema": _CANCEL_SCHEMA,
-        "outputSchema": _REPLY_SCHEMA,
-    },
+    {"name": name, "description": description, "inputSchema": schema, "outputSchema": _REPLY_SCHEMA}
+    for name, description, schema in (
+        (PREPARE_TOOL, _PREPARE_DESCRIPTION, _PREPARE_SCHEMA),
+        (ACCEPT_TOOL, _ACCEPT_DESCRIPTION, _ACCEPT_SCHEMA),
+        (CANCEL_TOOL, _CANCEL_DESCRIPTION, _CANCEL_SCHEMA),
+    )
 ]
 
 INSTRUCTIONS: Final = (
