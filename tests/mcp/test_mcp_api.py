@@ -136,7 +136,7 @@ class _BrokenSession:
 
 def test_internal_failures_become_internal_error_replies(caplog: pytest.LogCaptureFixture) -> None:
     session = _BrokenSession()
-    with caplog.at_level(logging.ERROR, logger="intentref.mcp.server"):
+    with caplog.at_level(logging.ERROR, logger="intentref.mcp.adapter"):
         replies = [
             call_intent_tool(session, "intent_prepare", {"instance": "a", "input": "b"}),
             call_intent_tool(

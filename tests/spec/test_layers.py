@@ -2,13 +2,15 @@
 
 The order, bottom to top (issue 18; each package's docstring says the same):
 
-    0 core      intentref.core.*, intentref._paths      the rules, pure
+    0 core      intentref.core.*, intentref._paths,     the rules, pure
+                intentref._version
     1 api       intentref.intent, intentref.bridge        the API path and the Bridge
-    2 mcp       intentref.mcp.*, intentref (the root)     the MCP server; the root re-exports it
-    3 suite     intentref.suite.*, intentref.strategies,  the conformance suite's engine and
+    2 mcp       intentref.mcp.*                           the MCP server
+    3 root      intentref (the package root)              re-exports the API and the MCP server
+    4 suite     intentref.suite.*, intentref.strategies,  the conformance suite's engine and
                 intentref.properties,                     its public paths
                 intentref.conformance.*
-    4 devtools  intentref.devtools.*, intentref.cli        the project's tools, the command line
+    5 devtools  intentref.devtools.*, intentref.cli        the project's tools, the command line
 
 A module may import from its own layer or any layer below, never above; every import
 counts, the ones inside functions too (they run the same code, only later).
@@ -31,7 +33,7 @@ import pytest
 
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parents[2] / "reference" / "intentref"
 
-LAYER_NAMES = ("core", "api", "mcp", "suite", "devtools")
+LAYER_NAMES = ("core", "api", "mcp", "root", "suite", "devtools")
 
 # The first matching prefix decides; "intentref" alone is the package root.
 _LAYER_OF_PREFIX: tuple[tuple[str, int], ...] = (
@@ -42,18 +44,20 @@ _LAYER_OF_PREFIX: tuple[tuple[str, int], ...] = (
     ("intentref.bridge", 1),
     ("intentref.bridge_store", 1),
     ("intentref.mcp", 2),
-    ("intentref.suite", 3),
-    ("intentref.strategies", 3),
-    ("intentref.properties", 3),
-    ("intentref.conformance", 3),
-    ("intentref.devtools", 4),
-    ("intentref.cli", 4),
+    ("intentref.suite", 4),
+    ("intentref.strategies", 4),
+    ("intentref.properties", 4),
+    ("intentref.conformance", 4),
+    ("intentref.devtools", 5),
+    ("intentref.cli", 5),
 )
 
 
 def layer_of(module: str) -> int:
     if module == "intentref":
-        return 2  # the root re-exports serve_intent_mcp, so it sits with the MCP layer
+        # The root re-exports serve_intent_mcp, so it sits above the MCP layer: an mcp module
+        # importing the root would be an arrow back up (issue 35 mended the last one).
+        return 3
     for prefix, layer in _LAYER_OF_PREFIX:
         if module == prefix or module.startswith(prefix + "."):
             return layer
@@ -203,6 +207,7 @@ _SYNTHETIC_KNOWN = {"intentref.core.text", "intentref.core.errors", "intentref.m
         ("intentref.core.text", False, "def later():\n    from ..bridge import X\n", "intentref.bridge"),
         ("intentref.suite.commands.fuzz", False, "import intentref.devtools.bench\n", "intentref.devtools.bench"),
         ("intentref.core", True, "from .. import serve_intent_mcp\n", "intentref"),
+        ("intentref.mcp.cli", False, "from intentref import Intent\n", "intentref"),
     ],
 )
 def test_the_checker_catches_an_upward_import(module: str, is_package: bool, source: str, target: str) -> None:

@@ -1,4 +1,4 @@
-"""MCP benchmark: an ``intent_accept`` round trip against a no-op tool, same server, same run.
+"""MCP benchmark: a round trip of the accept tool against a no-op tool, same server, same run.
 
 The server is the reference's own, built by ``intentref.mcp.server`` with two tools added
 through its public ``extra_tools`` (D-MCP-015): ``python -m intentref.devtools.bench_mcp
@@ -7,13 +7,13 @@ through its public ``extra_tools`` (D-MCP-015): ``python -m intentref.devtools.b
 * ``bench_noop``, which returns a fixed tiny result without touching the Bridge, and
 * ``bench_replay``, which returns a data-task result built once at start (the seed's order
   job, prepared and its core candidate accepted on a Bridge of its own), so it carries the
-  same bytes both ways as the measured ``intent_accept`` without any Bridge work.
+  same bytes both ways as the measured accept without any Bridge work.
 
 The production command serves neither, whatever its environment.  The SDK's own
 ``mcp.Client`` drives this server over stdio in both eras the SDK offers (the 2026-07-28
 default and the 2025 handshake), one connection per era:
 
-* ours: ``intent_accept`` of seed 000's core candidate on a freshly prepared job, which yields
+* ours: the accept of seed 000's core candidate on a freshly prepared job, which yields
   the data task (the jobs are prepared before the timed loop and cancelled after it);
 * floor: ``bench_noop`` over the same connection -- the protocol's own round trip (client
   serialisation, the pipe, the SDK's dispatch, the reply's parsing).
@@ -38,6 +38,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from intentref.core.wire import ACCEPT_TOOL, CANCEL_TOOL, PREPARE_TOOL
 from intentref.devtools.examples import ORDER_CORE, ORDER_INPUT, ORDER_SCHEMA
 from intentref.devtools.figure import Figure
 
@@ -143,15 +144,15 @@ async def _measure(config_file: Path, mode: str, smoke: bool) -> tuple[float, fl
 
         async def prepare() -> dict[str, Any]:
             reply = _reply(
-                await client.call_tool("intent_prepare", {"instance": BENCH_INSTANCE, "input": ORDER_INPUT})
+                await client.call_tool(PREPARE_TOOL, {"instance": BENCH_INSTANCE, "input": ORDER_INPUT})
             )
             if reply.get("kind") != "task" or reply.get("stage") != "core":
-                raise RuntimeError(f"intent_prepare did not give a core task: {reply}")
+                raise RuntimeError(f"{PREPARE_TOOL} did not give a core task: {reply}")
             return reply
 
         def accept(task: dict[str, Any]) -> Callable[[], Awaitable[Any]]:
             args = {"jobId": task["jobId"], "stepToken": task["stepToken"], "candidateText": CORE_TEXT}
-            return lambda: client.call_tool("intent_accept", args)
+            return lambda: client.call_tool(ACCEPT_TOOL, args)
 
         def noop() -> Awaitable[Any]:
             return client.call_tool(BENCH_NOOP_TOOL, {})
@@ -164,7 +165,7 @@ async def _measure(config_file: Path, mode: str, smoke: bool) -> tuple[float, fl
                 if reply.get("kind") != "task" or reply.get("stage") != "data":
                     raise RuntimeError(f"the core accept did not give a data task: {reply}")
                 # Release the job (outside the timing) so maxJobs never fills up.
-                await client.call_tool("intent_cancel", {"jobId": reply["jobId"]})
+                await client.call_tool(CANCEL_TOOL, {"jobId": reply["jobId"]})
             return seconds
 
         async def replay_round() -> float:
@@ -208,12 +209,12 @@ def bench_accept_round_trip(smoke: bool = False, mode: str = "auto", era: str = 
         config_file.write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")
         ours, floor, same_bytes = anyio.run(_measure, config_file, mode, smoke)
     return Figure(
-        f"mcp intent_accept round trip (stdio, {era})",
+        f"mcp {ACCEPT_TOOL} round trip (stdio, {era})",
         ours,
         floor,
         "s/call",
         TARGET,
-        f"mcp.Client over stdio ({era}): intent_accept of the seed core candidate (-> data task) "
+        f"mcp.Client over stdio ({era}): {ACCEPT_TOOL} of the seed core candidate (-> data task) "
         f"vs {BENCH_NOOP_TOOL} on the same reference server process; diagnostic: vs {BENCH_REPLAY_TOOL} "
         f"(same bytes both ways, {same_bytes * 1e3:.3f} ms/call) {ours / same_bytes:.2f}x; "
         f"{BENCH_REPLAY_TOOL} alone is {same_bytes / floor:.2f}x {BENCH_NOOP_TOOL} (the SDK carrying the "

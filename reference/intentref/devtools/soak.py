@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+from intentref.core.wire import ACCEPT_TOOL, CANCEL_TOOL, PREPARE_TOOL
 from intentref.devtools.examples import ORDER_CORE, ORDER_DATA, ORDER_INPUT, ORDER_SCHEMA
 from intentref.devtools.figure import Figure
 
@@ -169,15 +170,15 @@ async def _legit_worker(url: str, mode: str, worker: int, deadline: float, phase
             text_input, core, data = _candidates(number)
             started = time.perf_counter()
             try:
-                task = reply_of(await client.call_tool("intent_prepare", {"instance": "orders", "input": text_input}))
+                task = reply_of(await client.call_tool(PREPARE_TOOL, {"instance": "orders", "input": text_input}))
                 if task.get("kind") != "task":
                     raise RuntimeError(f"prepare: {json.dumps(task)[:300]}")
                 data_task = reply_of(await client.call_tool(
-                    "intent_accept", {"jobId": task["jobId"], "stepToken": task["stepToken"], "candidateText": core}))  # fmt: skip
+                    ACCEPT_TOOL, {"jobId": task["jobId"], "stepToken": task["stepToken"], "candidateText": core}))  # fmt: skip
                 if data_task.get("kind") != "task":
                     raise RuntimeError(f"core accept: {json.dumps(data_task)[:300]}")
                 final = reply_of(await client.call_tool(
-                    "intent_accept", {"jobId": data_task["jobId"], "stepToken": data_task["stepToken"], "candidateText": data}))  # fmt: skip
+                    ACCEPT_TOOL, {"jobId": data_task["jobId"], "stepToken": data_task["stepToken"], "candidateText": data}))  # fmt: skip
                 if final.get("kind") != "result":
                     raise RuntimeError(f"data accept: {json.dumps(final)[:300]}")
             except Exception as exc:
@@ -229,7 +230,7 @@ async def _hoarder(
         await turn.wait()
         held = 0
         for _ in range(2048):
-            reply = (await client.call_tool("intent_prepare", {"instance": "orders", "input": "查询订单 999999"}))
+            reply = (await client.call_tool(PREPARE_TOOL, {"instance": "orders", "input": "查询订单 999999"}))
             content = reply.structured_content or {}
             if content.get("kind") != "task":
                 stats["hoarder_refused"] += 1
@@ -332,18 +333,18 @@ async def _cross_client(url: str, deadline: float, stats: dict[str, Any], hoarde
         for _ in range(MAX_ABUSER_ITERATIONS):
             if time.monotonic() >= deadline:
                 return
-            task = (await owner.call_tool("intent_prepare", {"instance": "orders", "input": ORDER_INPUT})).structured_content
+            task = (await owner.call_tool(PREPARE_TOOL, {"instance": "orders", "input": ORDER_INPUT})).structured_content
             if not task or task.get("kind") != "task":
                 await asyncio.sleep(0.2)
                 continue
             _, core, _ = _candidates(ORDER_NUMBER)
-            stolen = (await thief.call_tool("intent_accept", {
+            stolen = (await thief.call_tool(ACCEPT_TOOL, {
                 "jobId": task["jobId"], "stepToken": task["stepToken"], "candidateText": core})).structured_content or {}  # fmt: skip
-            made_up = (await stranger.call_tool("intent_cancel", {"jobId": os.urandom(16).hex()})).structured_content or {}
+            made_up = (await stranger.call_tool(CANCEL_TOOL, {"jobId": os.urandom(16).hex()})).structured_content or {}
             for reply in (stolen, made_up):
                 code = reply.get("error", {}).get("code") if reply.get("kind") == "error" else None
                 stats["cross_client_refused" if code == "BRIDGE_JOB_NOT_FOUND" else "cross_client_succeeded"] += 1
-            await owner.call_tool("intent_cancel", {"jobId": task["jobId"]})
+            await owner.call_tool(CANCEL_TOOL, {"jobId": task["jobId"]})
             await asyncio.sleep(0.5)  # a probe, not a second legitimate load
 
 

@@ -27,6 +27,7 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
+from intentref.core.wire import ACCEPT_TOOL, CANCEL_TOOL, NOT_A_STEP_CODES, PREPARE_TOOL
 from intentref.mcp.replies import self_error_reply
 
 # D-MCP-021: ten minutes without a step is far beyond the time a model takes to write one
@@ -38,7 +39,7 @@ MAX_QUOTED_CLIENT_INFO: Final = 64
 
 # Accept replies that leave the job where it was (D-BRG-009, R-IDM-004): a refused argument,
 # a job this session does not have, a stale or conflicting token, a rejected candidate.
-_UNCHANGED: Final = frozenset({"INPUT_INVALID", "BRIDGE_JOB_NOT_FOUND", "BRIDGE_STEP_CONFLICT", "LIMIT_EXCEEDED"})
+_UNCHANGED: Final = frozenset(NOT_A_STEP_CODES)
 # The one unchanged reply that still shows the client working on the job's current step.
 _REJECTED_CANDIDATE: Final = "LIMIT_EXCEEDED"
 RECLAIM_DETAIL: Final = "reclaimed by the server: no progress for {seconds:g} s (D-MCP-021)"
@@ -96,13 +97,13 @@ class FairShare:
         if held >= self.per_client:
             return (
                 f"already holds {held} active jobs, the server's per-client limit ({self.per_client} of the "
-                f"Bridge's {self.slots} job slots); finish or cancel one (intent_cancel) before preparing another."
+                f"Bridge's {self.slots} job slots); finish or cancel one ({CANCEL_TOOL}) before preparing another."
             )
         if held and active >= self.half_mark:
             return (
                 f"already holds {held} active jobs and the Bridge is at least half full ({active} of "
                 f"{self.slots} job slots in use): past the half mark only a client holding no job may start "
-                "one, so finish or cancel one (intent_cancel) before preparing another."
+                f"one, so finish or cancel one ({CANCEL_TOOL}) before preparing another."
             )
         return None
 
@@ -217,14 +218,14 @@ class JobLedger:
     ) -> None:
         """Follow one tool call's effect on the jobs it names."""
         kind = reply.get("kind")
-        if tool == "intent_prepare":
+        if tool == PREPARE_TOOL:
             if kind == "task":
                 new_id = str(reply["jobId"])
                 self._jobs[new_id] = _Held(owner, session, str(reply["stepToken"]), self._clock())
                 self._held[owner] = self.held_by(owner) + 1
                 self._by_session.setdefault(id(session), set()).add(new_id)
             return
-        if tool not in ("intent_accept", "intent_cancel") or not isinstance(arguments, Mapping):
+        if tool not in (ACCEPT_TOOL, CANCEL_TOOL) or not isinstance(arguments, Mapping):
             return
         job_id = arguments.get("jobId")
         if not isinstance(job_id, str):
@@ -233,7 +234,7 @@ class JobLedger:
         if held is None or held.session is not session:
             return  # not an active job of that Bridge session: the Bridge changed nothing
         code = reply.get("error", {}).get("code") if kind == "error" else None
-        if tool == "intent_cancel":
+        if tool == CANCEL_TOOL:
             if code not in ("INPUT_INVALID", "BRIDGE_JOB_NOT_FOUND"):
                 self._remove(job_id)  # the reply is the job's terminal reply
             return

@@ -24,8 +24,11 @@ from dataclasses import dataclass
 from typing import Any, Final, NoReturn
 
 from intentref.core import jsonpointer
+from intentref.core.errors import IntentParseError
 from intentref.core.limits import DEFAULT_MAX_JOBS, DEFAULT_MAX_REPLAY_ENTRIES, MAX_OPTION_VALUE
+from intentref.intent import Intent
 from intentref.mcp.capacity import DEFAULT_JOB_IDLE_SECONDS, per_client_fault
+from intentref.mcp.tools import TOOLS_IN_WORDS
 
 PROG: Final = "intent-runtime-mcp"
 CONFIG_KEYS: Final = frozenset({"instances"})  # spec: R-SRV-010 -- only instances is read
@@ -134,7 +137,7 @@ HTTP_FLAGS: Final = {"max_jobs_per_client": "--max-jobs-per-client", "job_idle_s
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
-        description="Serve intent-runtime instances as the MCP tools intent_prepare, intent_accept and intent_cancel.",
+        description=f"Serve intent-runtime instances as the MCP tools {TOOLS_IN_WORDS}.",
     )
     parser.add_argument(
         "--config", required=True, metavar="FILE", help='JSON file: {"instances": {NAME: IntentConfig}}'
@@ -238,8 +241,6 @@ def _read_config_bytes(file: str) -> bytes:
 
 def build_instances(file: str) -> dict[str, Any]:
     """Read ``file`` and build its Intent instances, or raise ConfigFault."""
-    from intentref import Intent, IntentParseError
-
     raw = _read_config_bytes(file)
     depth_fault = f"the configuration is nested deeper than {MAX_CONFIG_DEPTH} levels."
     try:
@@ -326,9 +327,10 @@ async def _serve(
     http_options: dict[str, Any],
     abandon: Callable[[int], NoReturn],
 ) -> int:
-    import asyncio
+    import asyncio  # start-up cost, as in main()
 
-    from intentref import IntentParseError
+    # Start-up cost: the server brings the MCP SDK, starlette and uvicorn, which a
+    # configuration refused at start (D-MCP-013) or --help never needs.
     from intentref.mcp.server import serve_intent_mcp, serve_intent_mcp_http
 
     loop = asyncio.get_running_loop()

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
+from intentref.core.wire import ACCEPT_TOOL, CANCEL_TOOL, PREPARE_TOOL
 from intentref.suite.host.trace import Call, ModelRun, Run
 
 DETAIL_LIMIT: Final = 2048  # UTF-8 bytes, seed 000 "工具与 session 方法"
@@ -133,7 +134,7 @@ def next_action(run: Run, index: int, job_id: Any) -> tuple[int, Call | ModelRun
         event = run.timeline[position]
         if isinstance(event, ModelRun):
             return position, event
-        if event.job_id == job_id or (event.tool == "intent_prepare"):
+        if event.job_id == job_id or (event.tool == PREPARE_TOOL):
             return position, event
     return None
 
@@ -218,7 +219,7 @@ def _cancel_outcome_after(run: Run, status: int, outcome: str, ident: str, what:
                 )
             continue
         _, action = following
-        if isinstance(action, Call) and action.tool == "intent_cancel":
+        if isinstance(action, Call) and action.tool == CANCEL_TOOL:
             given = action.arguments.get("outcome", "cancelled")
             if given != outcome:
                 yield Violation(ident, action.where(run.connection_order),
@@ -228,7 +229,7 @@ def _cancel_outcome_after(run: Run, status: int, outcome: str, ident: str, what:
 @rule("R-HST-004")
 def nothing_submitted_without_candidate(run: Run) -> Iterator[Violation]:
     for index, event in enumerate(run.timeline):
-        if not isinstance(event, Call) or event.tool != "intent_accept":
+        if not isinstance(event, Call) or event.tool != ACCEPT_TOOL:
             continue
         before = model_run_before(run, index)
         if before is not None and before[1].exit != 0:
@@ -242,7 +243,7 @@ def nothing_submitted_without_candidate(run: Run) -> Iterator[Violation]:
 @rule("R-HST-005")
 def tokens_stay_on_their_connection(run: Run) -> Iterator[Violation]:
     for index, event in enumerate(run.timeline):
-        if not isinstance(event, Call) or event.tool not in ("intent_accept", "intent_cancel"):
+        if not isinstance(event, Call) or event.tool not in (ACCEPT_TOOL, CANCEL_TOOL):
             continue
         owners = job_known_on(run, index)
         owner = owners.get(event.job_id)
@@ -254,7 +255,7 @@ def tokens_stay_on_their_connection(run: Run) -> Iterator[Violation]:
 @rule("R-HST-006")
 def cancel_detail_fits(run: Run) -> Iterator[Violation]:
     for event in run.calls:
-        if event.tool == "intent_cancel" and utf8_size(event.arguments.get("detail")) > DETAIL_LIMIT:
+        if event.tool == CANCEL_TOOL and utf8_size(event.arguments.get("detail")) > DETAIL_LIMIT:
             yield Violation("R-HST-006", event.where(run.connection_order),
                             f"cancel detail of {utf8_size(event.arguments.get('detail'))} UTF-8 bytes (at most {DETAIL_LIMIT})")  # fmt: skip
 
@@ -262,7 +263,7 @@ def cancel_detail_fits(run: Run) -> Iterator[Violation]:
 @rule("R-HST-007")
 def latest_tokens_used(run: Run) -> Iterator[Violation]:
     for index, event in enumerate(run.timeline):
-        if not isinstance(event, Call) or event.tool != "intent_accept":
+        if not isinstance(event, Call) or event.tool != ACCEPT_TOOL:
             continue
         owners = job_known_on(run, index)
         if owners.get(event.job_id, event.connection) != event.connection:
@@ -286,7 +287,7 @@ def latest_tokens_used(run: Run) -> Iterator[Violation]:
 def stop_at_result(run: Run) -> Iterator[Violation]:
     finished: set[Any] = set()
     for event in run.calls:
-        if event.tool == "intent_accept" and event.job_id in finished:
+        if event.tool == ACCEPT_TOOL and event.job_id in finished:
             yield Violation(
                 "R-HST-008", event.where(run.connection_order), "submitted again after the job's result"
             )
@@ -312,10 +313,10 @@ def outcome_is_a_served_reply(run: Run) -> Iterator[Violation]:
 @rule("R-HST-010")
 def size_rejection_resubmitted_on_same_task(run: Run) -> Iterator[Violation]:
     for index, event in enumerate(run.timeline):
-        if not (isinstance(event, Call) and event.tool == "intent_accept" and _size_rejected(event)):
+        if not (isinstance(event, Call) and event.tool == ACCEPT_TOOL and _size_rejected(event)):
             continue
         following = next((e for e in run.timeline[index + 1:] if isinstance(e, Call) and e.job_id == event.job_id
-                          and e.tool == "intent_accept"), None)  # fmt: skip
+                          and e.tool == ACCEPT_TOOL), None)  # fmt: skip
         if following is not None and following.arguments.get("stepToken") != event.arguments.get("stepToken"):
             yield Violation("R-HST-010", following.where(run.connection_order),
                             "resubmitted after a size rejection with another stepToken than the rejected one")  # fmt: skip
@@ -366,7 +367,7 @@ def stopping_releases_jobs(run: Run) -> Iterator[Violation]:
 @rule("R-HST-014")
 def complete_candidate_submitted(run: Run) -> Iterator[Violation]:
     for index, event in enumerate(run.timeline):
-        if not isinstance(event, Call) or event.tool != "intent_accept":
+        if not isinstance(event, Call) or event.tool != ACCEPT_TOOL:
             continue
         before = model_run_before(run, index)
         if before is not None and before[1].exit != 0:
@@ -393,7 +394,7 @@ def produced_candidate_submitted(run: Run) -> Iterator[Violation]:
             yield Violation(
                 "R-HST-015", event.where(), "the host stopped without submitting the candidate it was given"
             )
-        elif isinstance(following[1], Call) and following[1].tool == "intent_cancel":
+        elif isinstance(following[1], Call) and following[1].tool == CANCEL_TOOL:
             yield Violation("R-HST-015", following[1].where(run.connection_order),
                             "cancelled the job instead of submitting the candidate it was given")  # fmt: skip
 
@@ -418,7 +419,7 @@ def failing_model_cancelled(run: Run) -> Iterator[Violation]:
         job_id = job_of_model_run(run, index)
         following = next_action(run, index, job_id)
         action = following[1] if following else None
-        if not (isinstance(action, Call) and action.tool == "intent_cancel"
+        if not (isinstance(action, Call) and action.tool == CANCEL_TOOL
                 and action.arguments.get("outcome", "cancelled") == "cancelled"):  # fmt: skip
             yield Violation(
                 "D-HST-003",
@@ -434,7 +435,7 @@ def failing_model_cancelled(run: Run) -> Iterator[Violation]:
 @rule("D-HST-004")
 def size_rejection_retried(run: Run) -> Iterator[Violation]:
     for index, event in enumerate(run.timeline):
-        if isinstance(event, Call) and event.tool == "intent_accept" and _size_rejected(event):
+        if isinstance(event, Call) and event.tool == ACCEPT_TOOL and _size_rejected(event):
             following = next_action(run, index, event.job_id)
             if following is None or not isinstance(following[1], ModelRun):
                 yield Violation("D-HST-004", event.where(run.connection_order),
@@ -446,11 +447,11 @@ def protocol_failure_cancels(run: Run) -> Iterator[Violation]:
     for index, event in enumerate(run.timeline):
         if not (isinstance(event, Call) and event.fault):
             continue
-        if event.active and event.tool != "intent_cancel":  # a faulted cancel was the host's release already
+        if event.active and event.tool != CANCEL_TOOL:  # a faulted cancel was the host's release already
             job_id = event.active[0]
             following = next_action(run, index, job_id)
             action = following[1] if following else None
-            if not (isinstance(action, Call) and action.tool == "intent_cancel" and action.job_id == job_id):
+            if not (isinstance(action, Call) and action.tool == CANCEL_TOOL and action.job_id == job_id):
                 yield Violation("D-HST-005", event.where(run.connection_order),
                                 "after a protocol-layer failure the active job was not cancelled")  # fmt: skip
         if run.host_exit == 0:
@@ -461,7 +462,7 @@ def protocol_failure_cancels(run: Run) -> Iterator[Violation]:
 @rule("D-HST-006")
 def long_detail_cut_as_prefix(run: Run) -> Iterator[Violation]:
     for index, event in enumerate(run.timeline):
-        if not (isinstance(event, Call) and event.tool == "intent_cancel" and "detail" in event.arguments):
+        if not (isinstance(event, Call) and event.tool == CANCEL_TOOL and "detail" in event.arguments):
             continue
         before = model_run_before(run, index)
         if before is None or before[1].exit not in (REFUSAL_EXIT, INCOMPLETE_EXIT):
@@ -518,7 +519,7 @@ def action_signature(run: Run) -> list[str]:
         if isinstance(event, ModelRun):
             signature.append(f"model run {event.number + 1}")
             continue
-        if event.tool == "intent_accept":
+        if event.tool == ACCEPT_TOOL:
             before = model_run_before(run, index)
             source = (
                 before[1].where()
@@ -532,7 +533,7 @@ def action_signature(run: Run) -> list[str]:
                 else "other token"
             )
             signature.append(f"accept {source}, {token}")
-        elif event.tool == "intent_cancel":
+        elif event.tool == CANCEL_TOOL:
             signature.append(f"cancel {event.arguments.get('outcome', 'cancelled')}")
         else:
             signature.append(event.tool)

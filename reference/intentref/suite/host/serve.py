@@ -36,15 +36,10 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from intentref import Intent
 from intentref._paths import data_dir
 from intentref.bridge import create_intent_bridge
-from intentref.mcp.server import (
-    DEFAULT_MAX_REQUEST_BODY_SIZE,
-    INSTRUCTIONS,
-    MCP_TOOLS,
-    SERVER_NAME,
-    call_intent_tool,
-    tool_result,
-)
+from intentref.mcp.adapter import SERVER_NAME, call_intent_tool, tool_result
+from intentref.mcp.http_app import DEFAULT_MAX_REQUEST_BODY_SIZE
 from intentref.mcp.stdio import stdio_transport
+from intentref.mcp.tools import INSTRUCTIONS, MCP_TOOLS
 
 FAULT_KINDS: Final = ("jsonrpc_error", "not_a_reply")
 WORDINGS: Final = ("reference", "alternate")

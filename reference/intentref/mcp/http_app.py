@@ -1,0 +1,174 @@
+"""Streamable HTTP: the ASGI app serving the tools at ``/mcp`` in both eras, and the Bridge session of each call.
+
+Which session a call runs in (D-MCP-002, D-MCP-003), who its client is for the fair
+share (D-MCP-025, D-MCP-026), and what guards every request before the SDK sees it
+(D-MCP-010, D-MCP-022).  The app runs under any ASGI server; ``intentref.mcp.server``
+serves it with uvicorn.
+
+Decisions taken here are ``D-MCP-...`` in ``spec/decisions-mcp.md``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Final
+
+from mcp.server import Server
+from mcp.server.connection import Connection
+from mcp.server.context import ServerRequestContext
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from starlette.applications import Starlette
+
+from intentref.mcp.adapter import Bridge, ExtraTool, ToolSession, build_intent_mcp_server, close_session
+from intentref.mcp.capacity import (
+    DEFAULT_JOB_IDLE_SECONDS,
+    Client,
+    FairShare,
+    JobLedger,
+    session_client,
+    stateless_client,
+)
+from intentref.mcp.http_guard import DEFAULT_BODY_TIMEOUT, BodyBudget, RequestGuard
+
+MCP_PATH: Final = "/mcp"
+# D-MCP-009: large enough that an oversized candidate (the core caps one at 1 MiB) still
+# reaches the Bridge and gets its LIMIT_EXCEEDED reply; beyond this the transport says 413.
+DEFAULT_MAX_REQUEST_BODY_SIZE: Final = 16 * 1024 * 1024
+LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "::1")
+
+_SESSION_KEY: Final = "intentref.bridge_session"
+
+
+def _connection_of(ctx: ServerRequestContext[Any]) -> Connection:
+    # The SDK documents Connection.state / exit_stack for per-connection resources but the
+    # low-level handler context does not expose the Connection yet (its TODO L54); this is
+    # the one place that reaches for it, and the HTTP tests fail loudly if it moves.
+    connection = getattr(ctx.session, "_connection", None)
+    if not isinstance(connection, Connection):
+        raise RuntimeError("the installed mcp SDK no longer exposes the request's Connection")
+    return connection
+
+
+class _HttpSessions:
+    """Bridge sessions of one streamable-HTTP app.
+
+    Handshake era: one session per MCP session (Mcp-Session-Id), closed when the SDK
+    ends that session -- DELETE, idle timeout or shutdown (D-MCP-002).  2026-07-28 era:
+    requests carry no session at all, so one shared session owns their jobs (D-MCP-003).
+    """
+
+    def __init__(self, bridge: Bridge, ledger: JobLedger) -> None:
+        self._bridge = bridge
+        self._stateless: ToolSession | None = None
+        self.ledger = ledger
+
+    def owner(self, ctx: ServerRequestContext[Any], session: ToolSession) -> Client:
+        """The client a call counts against (D-MCP-026).
+
+        Handshake era: its MCP session.  2026-07-28 era: the TCP peer's address (uvicorn is
+        told not to rewrite it from forwarded headers) with the clientInfo the request's
+        ``_meta`` declares, which the SDK has read into the request's connection.
+        """
+        if session is not self._stateless:
+            return session_client(session)
+        peer = getattr(ctx.request, "client", None)
+        params = ctx.session.client_params
+        info = None if params is None else (params.client_info.name, params.client_info.version)
+        return stateless_client(getattr(peer, "host", None), info)
+
+    def resolve(self, ctx: ServerRequestContext[Any]) -> ToolSession:
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            if self._stateless is None:
+                self._stateless = self._bridge.connect()
+            return self._stateless
+        connection = _connection_of(ctx)
+        session: ToolSession | None = connection.state.get(_SESSION_KEY)
+        if session is None:
+            session = self._bridge.connect()
+            connection.state[_SESSION_KEY] = session
+            connection.exit_stack.callback(close_session, session)  # spec: R-LIF-012
+            connection.exit_stack.callback(self.ledger.forget_session, session)
+        return session
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, _: Server[Any]) -> AsyncIterator[dict[str, Any]]:
+        try:
+            yield {}
+        finally:
+            session, self._stateless = self._stateless, None
+            close_session(session)
+
+
+def url_host(host: str) -> str:
+    """``host`` as a URL writes it: an IPv6 address in brackets."""
+    return f"[{host}]" if ":" in host else host
+
+
+def _security(
+    host: str, allowed_hosts: list[str] | None, allowed_origins: list[str] | None
+) -> TransportSecuritySettings:
+    """DNS-rebinding protection, always on (D-MCP-010)."""
+    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+    origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+    if host not in (*LOOPBACK_HOSTS, "0.0.0.0", "::", ""):
+        hosts.append(f"{url_host(host)}:*")
+        origins.append(f"http://{url_host(host)}:*")
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=hosts + list(allowed_hosts or ()),
+        allowed_origins=origins + list(allowed_origins or ()),
+    )
+
+
+def create_intent_mcp_http_app(
+    bridge: Bridge,
+    *,
+    host: str = "127.0.0.1",
+    allowed_hosts: list[str] | None = None,
+    allowed_origins: list[str] | None = None,
+    max_request_body_size: int = DEFAULT_MAX_REQUEST_BODY_SIZE,
+    max_jobs_per_client: int | None = None,
+    job_idle_seconds: float | None = DEFAULT_JOB_IDLE_SECONDS,
+    body_budget: BodyBudget | None = None,
+    body_timeout: float = DEFAULT_BODY_TIMEOUT,
+    extra_tools: Sequence[ExtraTool] = (),
+) -> Starlette:
+    """A Starlette app serving MCP_TOOLS at ``/mcp`` in both eras, for any ASGI server.
+
+    Its lifespan must run (it starts the SDK's session manager).  The Bridge stays the
+    caller's to close, after the app has shut down.  The fair share (D-MCP-025) follows the
+    Bridge's size: ``max_jobs_per_client`` may lower the per-client limit from half the
+    Bridge's job slots (None), never raise it (ValueError); ``job_idle_seconds`` reclaims
+    jobs without progress (D-MCP-021; None: never).  ``body_budget`` and ``body_timeout``
+    bound request bodies in flight (D-MCP-022, D-MCP-023).
+    """
+    slots = min(bridge.options.max_jobs, bridge.options.max_replay_entries)  # active jobs fill either
+    share = FairShare.of(slots, max_jobs_per_client)
+    sessions = _HttpSessions(bridge, JobLedger(share, lambda: bridge.stats()["activeJobs"], job_idle_seconds))
+    server = build_intent_mcp_server(
+        sessions.resolve,
+        extra_tools=extra_tools,
+        lifespan=sessions.lifespan,
+        ledger=sessions.ledger,
+        owner_of=sessions.owner,
+    )
+    security = _security(host, allowed_hosts, allowed_origins)
+    app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        transport_security=security,
+        max_request_body_size=max_request_body_size,
+        host=host,
+    )
+    # D-MCP-022: in front of everything the SDK does, so Host/Origin are judged on the
+    # headers and the body is read once, timed and budgeted.
+    app.state.intent_session_manager = server.session_manager  # ending sessions quickly (D-MCP-023)
+    app.add_middleware(
+        RequestGuard,
+        security=security,
+        max_body_size=max_request_body_size,
+        budget=body_budget or BodyBudget(),
+        body_timeout=body_timeout,
+    )
+    return app
