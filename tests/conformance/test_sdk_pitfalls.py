@@ -1,9 +1,9 @@
-"""Normative cases that catch what a server built the usual way gets wrong (D-CNF-057; issue 38).
+"""Normative cases that catch what a server built the usual way gets wrong (D-CNF-059; issue 38).
 
 * ``tests/outside/typed_mcpserver.py``: the reference Bridge behind the Python SDK's
   high-level ``MCPServer`` with typed tool parameters. The SDK reads a text argument as JSON
   when the parameter is not typed plain ``str``; the text arguments that read as JSON
-  (D-CNF-057) must catch it, and nothing else may: every other case of those areas passes.
+  (D-CNF-059) must catch it, and nothing else may: every other case of those areas passes.
 * ``tests/outside/plain_sdk_server.py``: the same Bridge on the SDK's low-level ``Server``,
   which hands arguments over as they came: it passes the same cases.
 * ``tests/outside/blank_quote_server.py``: a stand-in that reads a blank quote as an empty
@@ -26,8 +26,8 @@ from intentref.suite.cases.fixtures import load_cases
 ROOT = Path(__file__).resolve().parents[2]
 OUTSIDE = ROOT / "tests" / "outside"
 
-# The cases D-CNF-057 lists, read from the decision itself so that the two cannot drift.
-_DECISION = (ROOT / "spec" / "decisions-conformance.md").read_text("utf-8").split("#### D-CNF-057")[1].split("\n#### ")[0]
+# The cases D-CNF-059 lists, read from the decision itself so that the two cannot drift.
+_DECISION = (ROOT / "spec" / "decisions-conformance.md").read_text("utf-8").split("#### D-CNF-059")[1].split("\n#### ")[0]
 
 
 def _listed(text: str) -> set[str]:

@@ -12,7 +12,7 @@ context ``"[]"`` or ``"null"`` becomes no context, a text context that spells a 
 messages becomes those messages, a cancel ``detail`` that spells a JSON object is refused, and
 ``fields`` given as the text ``'["orderId"]'`` is taken as a list. Seed 000 says a text context
 is the source ``context:0`` with role ``background`` (payload 内容), a detail is any text of at
-most 2048 bytes, and ``fields`` is a list. The normative cases of D-CNF-057 must catch it;
+most 2048 bytes, and ``fields`` is a list. The normative cases of D-CNF-059 must catch it;
 ``tests/conformance/test_sdk_pitfalls.py`` checks that they do, and that a server on the
 low-level ``Server`` (``plain_sdk_server.py``) passes them.
 
