@@ -20,7 +20,7 @@ from intentref.suite.targets.registry import as_target
 
 SUITE = pathlib.Path(__file__).resolve().parents[2] / "reference" / "intentref" / "suite"
 # The adapter of duck-typed user targets: looking members up by name is its whole job.
-ADAPTER = SUITE / "conformance" / "registry.py"
+ADAPTER = SUITE / "targets" / "registry.py"
 
 
 def _interface_members() -> set[str]:

@@ -59,14 +59,11 @@ STATS: Counter[str] = Counter()
 # --------------------------------------------------------------------------- targets from specs
 
 
-def make_target(spec: str, era: str | None = None, timeout: float = 30.0) -> Target:
-    """A Target from its spec, read by the one parser every command uses (``registry.parse``).
-
-    ``era`` defaults to what ``--era`` set for this run (``fuzz.ERA_VARIABLE``), else auto.
-    """
+def make_target(spec: str, era: str = "auto", timeout: float = 30.0) -> Target:
+    """A Target from its spec, read by the one parser every command uses (``registry.parse``)."""
     from intentref.suite.targets import registry
 
-    return registry.parse(spec, era or os.environ.get("INTENTREF_ERA") or "auto", timeout).build()
+    return registry.parse(spec, era, timeout).build()
 
 
 # --------------------------------------------------------------------------- shared runs
