@@ -85,6 +85,26 @@ def test_the_campaign_catches_each_faulty_bridge(fault: str, broken_module: path
     jsonschema.Draft202012Validator(fixture_schema()).validate({"area": "NEW", "title": "t", "cases": [case]})
 
 
+def test_the_era_reaches_the_pytest_children_on_their_command_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    # spec: D-CNF-057 -- on the command line, never through the environment.
+    started: list[tuple[list[str], dict[str, str]]] = []
+
+    class Child:
+        def __init__(self, command: list[str], env: dict[str, str]) -> None:
+            started.append((command, env))
+
+        def wait(self) -> int:
+            return 0
+
+    monkeypatch.setattr(properties_cli.subprocess, "Popen", Child)
+    properties_cli.run_pytest(parse("reference", era="legacy"), "smoke", 1, None, True, properties_cli.RunState(), 2)
+    assert len(started) == 2
+    for command, env in started:
+        assert command[command.index("--intentref-properties-target") + 1] == "reference"
+        assert command[command.index("--intentref-properties-era") + 1] == "legacy"
+        assert not [name for name in env if name.startswith("INTENTREF") and name.endswith("ERA")]
+
+
 def test_the_campaign_is_clean_against_the_reference() -> None:
     tally = properties_cli.campaign(parse("in-process"), seed=5, calls=1_500, heavy=False, differential=False)
     assert tally.clean and tally.total == 1_500, tally.notes
