@@ -43,14 +43,12 @@ from typing import Any, Final
 
 from intentref.suite.targets.base import CallSession, Reply, Run, Session
 from intentref.suite.targets.options import add_target_arguments, target_from
-from intentref.suite.targets.registry import TargetSpec
+from intentref.suite.targets.registry import LARGE_CALL_TIMEOUT, TargetSpec
 from intentref.suite.usage import UsageError, worker_count
 
 FORMAT: Final = "intentref-fuzz/1"
 KINDS: Final = ("candidates", "replies", "sessions")
 PREFIX: Final = {"candidates": "c", "replies": "r", "sessions": "s"}
-# The longest wait for one answer of a replayed case: a case may carry a 10 MB text (--heavy).
-REPLAY_TIMEOUT: Final = 30.0
 
 
 def add_parser(sub: Any) -> None:
@@ -72,7 +70,7 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.replay:
         try:
-            spec = target_from(args, REPLAY_TIMEOUT)
+            spec = target_from(args, LARGE_CALL_TIMEOUT)
         except UsageError as exc:
             print(f"intentref fuzz: {exc}", file=sys.stderr)
             return 2

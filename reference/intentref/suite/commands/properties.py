@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from intentref.suite.targets.options import add_target_arguments, target_from
-from intentref.suite.targets.registry import TargetSpec
+from intentref.suite.targets.registry import LARGE_CALL_TIMEOUT, TargetSpec
 from intentref.suite.usage import UsageError, worker_count
 
 PROFILES: Final = ("ci", "long", "smoke")
@@ -61,8 +61,6 @@ PROGRESS_EVERY: Final = 250
 # tests) finishing the example in hand and writing the report took longer than 10 s.
 CHILD_GRACE_SECONDS: Final = 30.0
 INTERRUPTED: Final = 130  # the shell's status for a run ended by a signal (128 + SIGINT)
-# The longest wait for one answer: a long-profile call may carry a 10 MB text.
-PROPERTY_TIMEOUT: Final = 30.0
 
 
 def add_parser(sub: Any) -> None:
@@ -101,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     from intentref.suite.properties.targets import STATS, Tally
 
     try:
-        spec = target_from(args, PROPERTY_TIMEOUT)
+        spec = target_from(args, LARGE_CALL_TIMEOUT)
     except UsageError as exc:
         print(f"intentref properties: {exc}", file=sys.stderr)
         return 2

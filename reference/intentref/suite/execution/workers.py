@@ -479,7 +479,7 @@ def execute(cases: Sequence[Case], spec: TargetSpec, *, jobs: int | None = None,
 @contextlib.contextmanager
 def shared_resources(works: Sequence[Work]) -> Any:
     """What the workers share, started once here: the reference zygote, when a target forks from it."""
-    wanted = [work for work in works if work.spec.kind in ("reference", "http-reference") and not work.spec.cold_start]
+    wanted = [work for work in works if work.spec.forks_reference]
     if not wanted:
         yield
         return

@@ -50,6 +50,7 @@ from intentref.suite.targets.base import (
     TargetUnsupported,
     load_instances,
 )
+from intentref.suite.targets.registry import LARGE_CALL_TIMEOUT, parse
 
 TOKEN_MEMBERS: Final = ("jobId", "stepToken")
 # Counters a whole property run reports (written out by properties/conftest.py).
@@ -59,11 +60,9 @@ STATS: Counter[str] = Counter()
 # --------------------------------------------------------------------------- targets from specs
 
 
-def make_target(spec: str, era: str = "auto", timeout: float = 30.0) -> Target:
+def make_target(spec: str, era: str = "auto", timeout: float = LARGE_CALL_TIMEOUT) -> Target:
     """A Target from its spec, read by the one parser every command uses (``registry.parse``)."""
-    from intentref.suite.targets import registry
-
-    return registry.parse(spec, era, timeout).build()
+    return parse(spec, era, timeout).build()
 
 
 # --------------------------------------------------------------------------- shared runs

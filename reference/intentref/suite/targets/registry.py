@@ -29,6 +29,9 @@ from intentref.suite.usage import UsageError
 
 ERAS: Final = ("auto", "2026", "legacy")
 DEFAULT_TIMEOUT: Final = 10.0
+# The longest wait for one answer in the property suite and in fuzz replay, whose calls may
+# carry 10 MB texts (the long profile, --heavy).
+LARGE_CALL_TIMEOUT: Final = 30.0
 
 
 @dataclass(frozen=True)
