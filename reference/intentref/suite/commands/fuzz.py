@@ -4,6 +4,9 @@
     intentref fuzz --replay DIR [--in-process | --stdio CMD | --http URL | --harness CMD | --target SPEC ...]
                    [--era auto|2026|legacy] [--loose] [--jobs N]
 
+A replay takes the target flags of every command (``targets.options``; without one, the
+bundled server over stdio, D-CNF-057).
+
 Three kinds of case, one JSON file each, plus ``manifest.json`` (counts per kind, per
 fault and per defect).  The same seed gives byte-identical files: every choice comes from
 ``random.Random`` seeded per case (``"{seed}/{kind}/{index}"``, so case 7 is the same

@@ -1,9 +1,11 @@
 """``intentref properties``: the property suite and a call campaign against a target.
 
     intentref properties [--in-process | --stdio CMD | --http URL | --harness CMD | --python MOD:ATTR | --target SPEC ...]
-                         [--era auto|2026|legacy] [--profile ci|long|smoke] [--seed N] [--calls N] [-k EXPR] [--no-differential] [--jobs N]
+                         [--era auto|2026|legacy] [--profile ci|long|smoke] [--seed N] [--calls N] [-k EXPR]
+                         [--no-differential] [--jobs N]
 
-Two phases, one report:
+The target flags are every command's (``targets.options``): without one, the bundled
+server over stdio (D-CNF-057).  Two phases, one report:
 
 1. pytest runs the property modules (``properties/``, shipped in the wheel) against the
    target, with the Hypothesis profile ``intentref-ci`` or ``intentref-long`` and a pinned
