@@ -66,7 +66,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(TARGET_OPTION, default=None, metavar="SPEC",
                     help="in-process (default), stdio:COMMAND, http:URL, harness:COMMAND or python:MODULE:ATTR")  # fmt: skip
     group.addoption(ERA_OPTION, choices=ERAS, default="auto",
-                    help="MCP era of the target: auto (negotiated, default), 2026 or legacy (D-CNF-052)")  # fmt: skip
+                    help="MCP era of the target: auto (negotiated, default), 2026 or legacy")  # fmt: skip
     group.addoption("--intentref-no-differential", action="store_true", default=False,
                     help="do not compare the target's replies with the in-process reference")  # fmt: skip
 

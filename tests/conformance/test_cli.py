@@ -131,9 +131,12 @@ def test_http_reference_and_harness_targets(tmp_path: Path, capsys: pytest.Captu
 # Every command that runs a target, with what it needs besides (the folder fuzz replays).
 TARGET_COMMANDS = {"conformance": [], "properties": [], "fuzz": ["--replay", "cases"]}
 # Every spelling users rely on, with the spec it names.
-TARGET_FLAGS = [(["--in-process"], "in-process"), (["--stdio", "srv --config {config}"], "stdio:srv --config {config}"),
-                (["--http", "http://127.0.0.1:1/mcp"], "http:http://127.0.0.1:1/mcp"), (["--http-reference"], "http-reference"),
-                (["--harness", "h"], "harness:h"), (["--python", "m:a"], "python:m:a"),
+TARGET_FLAGS = [(["--in-process"], "in-process"),
+                (["--stdio", "srv --config {config}"], "stdio:srv --config {config}"),
+                (["--http", "http://127.0.0.1:1/mcp"], "http:http://127.0.0.1:1/mcp"),
+                (["--http-reference"], "http-reference"),
+                (["--harness", "h"], "harness:h"),
+                (["--python", "m:a"], "python:m:a"),
                 (["--target", "faulty:ids_from_zero"], "faulty:ids_from_zero")]  # fmt: skip
 
 

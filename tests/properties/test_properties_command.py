@@ -78,7 +78,8 @@ def test_a_different_reason_order_is_caught_and_written_as_a_case(runs: Any) -> 
 def test_the_campaign_catches_each_faulty_bridge(fault: str, broken_module: pathlib.Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     monkeypatch.syspath_prepend(str(broken_module))
-    tally = properties_cli.campaign(parse(f"python:broken_targets:{fault}"), seed=1, calls=600, heavy=False, differential=True)
+    tally = properties_cli.campaign(parse(f"python:broken_targets:{fault}"), seed=1, calls=600, heavy=False,
+                                    differential=True)  # fmt: skip
     assert tally.divergences > 0, f"{fault} went unnoticed"
     assert tally.uncaught_exceptions == tally.non_replies == 0
     case = properties_cli._case_of(next(n for n in tally.notes if n.startswith("divergence:")))
@@ -97,7 +98,8 @@ def test_the_era_reaches_the_pytest_children_on_their_command_line(monkeypatch: 
             return 0
 
     monkeypatch.setattr(properties_cli.subprocess, "Popen", Child)
-    properties_cli.run_pytest(parse("reference", era="legacy"), "smoke", 1, None, True, properties_cli.RunState(), 2)
+    state = properties_cli.RunState()
+    properties_cli.run_pytest(parse("reference", era="legacy"), "smoke", 1, None, True, state, jobs=2)
     assert len(started) == 2
     for command, env in started:
         assert command[command.index("--intentref-properties-target") + 1] == "reference"

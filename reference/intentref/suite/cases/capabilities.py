@@ -51,16 +51,18 @@ _PROBE_INPUT: Final = "查询订单 000123"
 _PROBE_CANDIDATE: Final = "this is not a JSON candidate"
 
 
-def unsupported_reason(case: Case, target: Target, suite_instances: Mapping[str, Any], *, probe: bool) -> str | None:
+def unsupported_reason(case: Case, target: Target, suite_instances: Mapping[str, Any], *,
+                       probe: bool) -> str | None:  # fmt: skip
     """Why ``target`` cannot run ``case``, or None: the one place the runner decides it.
 
     Asked twice.  When the plan is made (``probe=False``), before any run opens: all that is
-    known without one, a declared capability included.  Just before the case runs on a target
-    that declares no capabilities (``probe=True``): what is left, a capability it may lack,
-    probed then, once per target (D-CNF-030).
+    known without one, a declared capability included.  Just before the case runs
+    (``probe=True``): what is left, a capability a target that declares none may lack, probed
+    then, once per target (D-CNF-030).
     """
+    declared = target.capabilities is not None
     if probe:
-        return CAPABILITIES.reason(case.data, target, suite_instances)
+        return None if declared else CAPABILITIES.reason(case.data, target, suite_instances)
     if case.transport == "mcp" and target.transport != "mcp":
         return "checks the MCP envelope; the target is not MCP"
     options = case.bridge_options
@@ -68,7 +70,7 @@ def unsupported_reason(case: Case, target: Target, suite_instances: Mapping[str,
     if reason is not None:  # D-CNF-030: say what the case needs before why the target lacks it
         return f"needs Bridge option(s) {', '.join(options)}: {reason}"
     reason = target.unsupported_case(case.data)
-    if reason is None and target.capabilities is not None:
+    if reason is None and declared:
         reason = CAPABILITIES.reason(case.data, target, suite_instances)
     return reason
 

@@ -2,8 +2,8 @@
 
     intentref conformance [--in-process | --stdio CMD | --http URL | --http-reference | --harness CMD
                            | --python MOD:ATTR | --target SPEC] [--era auto|2026|legacy] [--cold-start]
-                          [--jobs N] [--isolate] [--level normative|all] [--only PAT] [--skip PAT] [--expected-failures FILE] [--timeout S]
-                          [--json F] [--junit F] [--html F]
+                          [--jobs N] [--isolate] [--level normative|all] [--only PAT] [--skip PAT]
+                          [--expected-failures FILE] [--timeout S] [--json F] [--junit F] [--html F]
     intentref conformance --harness CMD --smoke
     intentref conformance --write-mjs [--check]
 

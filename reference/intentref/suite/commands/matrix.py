@@ -438,7 +438,8 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("matrix", help="run many implementations through the suite; one side-by-side report",
                        description=(__doc__ or "").splitlines()[0])  # fmt: skip
     p.add_argument("--target", action="append", default=[], metavar="NAME=SPEC",
-                   help=f"an implementation (repeatable); SPEC as for `intentref conformance --target`: {described()}")  # fmt: skip
+                   help=f"an implementation (repeatable); SPEC as for `intentref conformance --target`: "
+                        f"{described()}")  # fmt: skip
     p.add_argument("--era", choices=ERAS, default="auto",
                    help="MCP era of the --target implementations: auto (negotiated, default), 2026 or legacy")  # fmt: skip
     p.add_argument("--targets", metavar="FILE", help='a JSON file {"targets": [{"name", "spec", "era"?, "expectedFailures"?}]}')

@@ -1,6 +1,6 @@
 """``intentref properties``: the property suite and a call campaign against a target.
 
-    intentref properties [--in-process | --stdio CMD | --http URL | --harness CMD | --python MOD:ATTR | --target SPEC ...]
+    intentref properties [--in-process | --stdio CMD | --http URL | --harness CMD | --target SPEC ...]
                          [--era auto|2026|legacy] [--profile ci|long|smoke] [--seed N] [--calls N] [-k EXPR]
                          [--no-differential] [--jobs N]
 
@@ -249,7 +249,8 @@ def run_pytest(spec: TargetSpec, profile: str, seed: int, keyword: str | None, d
             files = {name: Path(tmp) / f"{number}-{name}" for name in ("stats.json", "cases.jsonl", "outcomes.jsonl")}
             command = [sys.executable, "-m", "pytest", *paths, "-c", str(folder / "pytest.ini"), "--rootdir",
                        str(folder), "-v" if not sys.stdout.isatty() else "-q", f"--hypothesis-seed={seed}",
-                       f"--hypothesis-profile=intentref-{profile}", "--intentref-properties-target", spec.text,
+                       f"--hypothesis-profile=intentref-{profile}",
+                       "--intentref-properties-target", spec.text,
                        "--intentref-properties-era", spec.era]  # fmt: skip
             if not differential:
                 command.append("--intentref-no-differential")

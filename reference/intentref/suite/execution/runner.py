@@ -113,7 +113,7 @@ class Executor:
     def run_planned(self, planned: PlannedCase, lane: int = 0) -> CaseOutcome:
         if planned.unsupported is not None:
             return CaseOutcome(planned.id, UNSUPPORTED, detail=planned.unsupported)
-        reason = unsupported_reason(planned.case, self.target, self.instances, probe=True) if self.target.capabilities is None else None
+        reason = unsupported_reason(planned.case, self.target, self.instances, probe=True)
         if reason is not None:  # D-CNF-030: a probed capability the target lacks
             return CaseOutcome(planned.id, UNSUPPORTED, detail=reason)
         if planned.config is None:

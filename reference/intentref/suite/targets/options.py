@@ -31,20 +31,25 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
             chosen.add_argument(kind.flag, dest=_dest(kind.flag), metavar=kind.argument, help=kind.summary)
         else:
             chosen.add_argument(kind.flag, dest=_dest(kind.flag), action="store_true", help=kind.summary)
-    chosen.add_argument("--target", metavar="SPEC", help="any target by its spec, KIND or KIND:ARGUMENT (stdio:COMMAND, "
-                        "variant:NAME, faulty:NAME, python:MODULE:ATTR, ...; an unknown kind is answered with the list of all)")  # fmt: skip
+    chosen.add_argument("--target", metavar="SPEC",
+                        help="any target by its spec, KIND or KIND:ARGUMENT (stdio:COMMAND, variant:NAME, "
+                             "faulty:NAME, python:MODULE:ATTR, ...; an unknown kind is answered with the "
+                             "list of all)")  # fmt: skip
     targets.add_argument("--era", choices=ERAS, default="auto",
-                         help="MCP era: auto (negotiated, default), 2026 (2026-07-28) or legacy (initialize handshake)")  # fmt: skip
+                         help="MCP era: auto (negotiated, default), 2026 (2026-07-28) or legacy "
+                              "(initialize handshake)")  # fmt: skip
 
 
 def add_cold_start_argument(parser: argparse.ArgumentParser) -> None:
     """``--cold-start``, for a command whose own processes start the servers (not a pytest child)."""
     forking = ", ".join(kind.name for kind in TARGET_KINDS.values() if kind.forks_reference)
     parser.add_argument("--cold-start", action="store_true",
-                        help=f"{forking}: start every server process from the console script, not forked")  # fmt: skip
+                        help=f"{forking}: start every server process from the console script, "
+                             "not forked")  # fmt: skip
 
 
-def target_from(args: argparse.Namespace, timeout: float = DEFAULT_TIMEOUT, cold_start: bool = False) -> TargetSpec:
+def target_from(args: argparse.Namespace, timeout: float = DEFAULT_TIMEOUT,
+                cold_start: bool = False) -> TargetSpec:  # fmt: skip
     """The spec the flags name, every mistake in it raised as a one-line ``UsageError``."""
     return parse(_spec_text(args), args.era, timeout, cold_start)
 

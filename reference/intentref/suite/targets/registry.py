@@ -88,11 +88,11 @@ class TargetKind:
     name: str
     argument: str  # what follows the colon ("" when the kind takes none)
     summary: str  # one line: the help of its flag and of --target
-    build: Callable[[TargetSpec], Target]
+    build: Builder
     check: Callable[[str], None] | None = None  # finds a mistake in the argument (UsageError)
     flag: str | None = None  # a flag of its own beside --target (--stdio COMMAND)
     command: bool = False  # the argument is a program started per run, checked before any run (D-CNF-013)
-    forks_reference: bool = False  # its servers fork from the reference zygote unless --cold-start (D-CNF-006)
+    forks_reference: bool = False  # its servers fork from the reference zygote, unless cold (D-CNF-006)
     # Its server serves a configuration of its own, asked before a run (D-CNF-013): a case's own
     # instances and Bridge options cannot reach it.
     configured_elsewhere: bool = False
@@ -107,10 +107,13 @@ TARGET_KINDS: dict[str, TargetKind] = {}
 _ALIASES: Final = {"inprocess": "in-process", "reference-in-process": "in-process"}
 
 
-def target_kind(name: str, argument: str, summary: str, **declared: Any) -> Callable[[Callable[[TargetSpec], Target]], Callable[[TargetSpec], Target]]:  # fmt: skip
+Builder = Callable[[TargetSpec], Target]
+
+
+def target_kind(name: str, argument: str, summary: str, **declared: Any) -> Callable[[Builder], Builder]:
     """Register the builder of one kind of target with what the kind declares (``TargetKind``)."""
 
-    def register(build: Callable[[TargetSpec], Target]) -> Callable[[TargetSpec], Target]:
+    def register(build: Builder) -> Builder:
         TARGET_KINDS[name] = TargetKind(name, argument, summary, build, **declared)
         return build
 
@@ -188,7 +191,8 @@ def _check_template(argument: str) -> None:
         raise UsageError(str(exc)) from None
 
 
-@target_kind("reference", "", "the bundled intent-runtime-mcp over stdio (forked from a pre-imported process)",
+@target_kind("reference", "",
+             "the bundled intent-runtime-mcp over stdio (forked from a pre-imported process)",
              forks_reference=True)  # fmt: skip
 def _reference(spec: TargetSpec) -> Target:
     from intentref.suite.targets import mcp as mcp_targets
@@ -197,19 +201,21 @@ def _reference(spec: TargetSpec) -> Target:
                                              zygote_socket=spec.resource("zygote"))  # fmt: skip
 
 
-@target_kind("stdio", "COMMAND", "an MCP server started per run with COMMAND; {config} is the instances file; "
-             "{maxJobs}, {maxReplayEntries}, {maxReplayBytes}, {jobTtlMs} and {replayTtlMs} are the Bridge options; "
-             "[ ... ] groups are dropped when their option is unset", check=_check_template, flag="--stdio",
-             command=True)  # fmt: skip
+@target_kind("stdio", "COMMAND",
+             "an MCP server started per run with COMMAND; {config} is the instances file; {maxJobs}, "
+             "{maxReplayEntries}, {maxReplayBytes}, {jobTtlMs} and {replayTtlMs} are the Bridge options; "
+             "[ ... ] groups are dropped when their option is unset",
+             check=_check_template, flag="--stdio", command=True)  # fmt: skip
 def _stdio(spec: TargetSpec) -> Target:
     from intentref.suite.targets import mcp as mcp_targets
 
     return mcp_targets.StdioTarget(spec.argument, spec.era, spec.timeout)
 
 
-@target_kind("http", "URL", "an MCP server already serving streamable HTTP at URL, with the suite's instances "
-             "(intent-runtime-mcp --config conformance/instances.json --http ...)", flag="--http",
-             configured_elsewhere=True)  # fmt: skip
+@target_kind("http", "URL",
+             "an MCP server already serving streamable HTTP at URL, with the suite's instances "
+             "(intent-runtime-mcp --config conformance/instances.json --http ...)",
+             flag="--http", configured_elsewhere=True)  # fmt: skip
 def _http(spec: TargetSpec) -> Target:
     from intentref.suite.targets import mcp as mcp_targets
 
@@ -239,7 +245,8 @@ def _check_variant(name: str) -> None:
         raise UsageError(f"no decision variant {name!r}; known: all, {', '.join(variants.catalogue())}")
 
 
-@target_kind("variant", "NAME", "the reference with other decisions (intentref levels --list)", check=_check_variant)
+@target_kind("variant", "NAME", "the reference with other decisions (intentref levels --list)",
+             check=_check_variant)  # fmt: skip
 def _variant(spec: TargetSpec) -> Target:
     from intentref.suite.alterations import variants
 
