@@ -13,6 +13,11 @@ is also ``--target KIND[:ARGUMENT]``), whether its argument is a program started
 whether it forks the bundled reference, whether its server is configured elsewhere (so a
 case's own instances and Bridge options cannot reach it).  Adding a kind is its module and
 one ``@target_kind`` entry here; the flags of every command (``options``) follow from it.
+
+What may live here: the spec record, the table of kinds, per kind the function that builds
+its target, and the adapter of a user's duck-typed target (``as_target``).  The targets
+themselves live in their own modules (``base``, ``mcp``, ``harness``, the decision variants,
+the faulty implementations).
 """
 
 from __future__ import annotations
