@@ -27,8 +27,9 @@ from intentref._paths import data_dir
 from intentref.suite.cases.fixtures import load_cases, select
 from intentref.suite.commands import conformance as cli
 from intentref.suite.commands.conformance import instances_mjs
+from intentref.suite.targets.base import InProcessTarget
 from intentref.suite.targets.options import target_from
-from intentref.suite.targets.registry import TARGET_KINDS, TargetSpec, parse
+from intentref.suite.targets.registry import TARGET_KINDS, TargetKind, TargetSpec, parse
 
 INTENTREF = str(Path(sys.executable).with_name("intentref"))
 HARNESS = f"{sys.executable} -m intentref.suite.targets.harness_reference"
@@ -154,6 +155,15 @@ def test_every_command_reads_the_target_flags_alike(command: str) -> None:
 def test_the_flags_are_the_ones_the_kinds_declare() -> None:
     declared = {kind.flag for kind in TARGET_KINDS.values() if kind.flag is not None}
     assert declared == {flags[0] for flags, _ in TARGET_FLAGS if flags[0] != "--target"}
+
+
+def test_a_kind_registered_once_is_a_flag_of_every_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Adding a kind of target is its module and one registry entry: no command lists it again.
+    made_here = TargetKind("echo", "WORDS", "a kind made here", lambda spec: InProcessTarget(), flag="--echo")
+    monkeypatch.setitem(TARGET_KINDS, "echo", made_here)
+    for command in TARGET_COMMANDS:
+        assert _spec_of(command, "--echo", "hi") == TargetSpec("echo", "hi"), command
+        assert _spec_of(command, "--target", "echo:hi") == TargetSpec("echo", "hi"), command
 
 
 @pytest.mark.parametrize("command", TARGET_COMMANDS)
