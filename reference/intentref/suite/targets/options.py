@@ -28,9 +28,9 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
         if kind.flag is None:
             continue
         if kind.argument:
-            chosen.add_argument(kind.flag, dest=_dest(kind.flag), metavar=kind.argument, help=kind.summary)
+            chosen.add_argument(kind.flag, metavar=kind.argument, help=kind.summary)
         else:
-            chosen.add_argument(kind.flag, dest=_dest(kind.flag), action="store_true", help=kind.summary)
+            chosen.add_argument(kind.flag, action="store_true", help=kind.summary)
     chosen.add_argument("--target", metavar="SPEC",
                         help="any target by its spec, KIND or KIND:ARGUMENT (stdio:COMMAND, variant:NAME, "
                              "faulty:NAME, python:MODULE:ATTR, ...; an unknown kind is answered with the "
@@ -67,4 +67,5 @@ def _spec_text(args: argparse.Namespace) -> str:
 
 
 def _dest(flag: str) -> str:
+    """Where argparse keeps a flag's value: ``--http-reference`` in ``http_reference``."""
     return flag.removeprefix("--").replace("-", "_")

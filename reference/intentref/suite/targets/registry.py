@@ -86,13 +86,16 @@ class TargetSpec:
         return self.text
 
 
+Builder = Callable[[TargetSpec], Target]
+
+
 @dataclass(frozen=True)
 class TargetKind:
     """One kind of target, as it declares itself."""
 
     name: str
     argument: str  # what follows the colon ("" when the kind takes none)
-    summary: str  # one line: the help of its flag and of --target
+    summary: str  # one line, the help of its flag
     build: Builder
     check: Callable[[str], None] | None = None  # finds a mistake in the argument (UsageError)
     flag: str | None = None  # a flag of its own beside --target (--stdio COMMAND)
@@ -110,9 +113,6 @@ class TargetKind:
 TARGET_KINDS: dict[str, TargetKind] = {}
 # Names that were once written otherwise, read as the kind they mean.
 _ALIASES: Final = {"inprocess": "in-process", "reference-in-process": "in-process"}
-
-
-Builder = Callable[[TargetSpec], Target]
 
 
 def target_kind(name: str, argument: str, summary: str, **declared: Any) -> Callable[[Builder], Builder]:
