@@ -28,6 +28,7 @@ from hypothesis import HealthCheck, Phase, settings
 
 from intentref import properties as ip
 from intentref.suite.properties.targets import STATS, close_runs, make_target
+from intentref.suite.targets.registry import ERAS
 
 # No "explain" phase: it re-runs a failing example many times to annotate it, which a
 # slow transport turns into minutes; the shrunk example and the conformance case suffice.
@@ -56,6 +57,7 @@ def _limit_shrinking(profile: str) -> None:
         engine.MAX_SHRINKING_SECONDS = SHRINK_SECONDS[profile]
 
 TARGET_OPTION = "--intentref-properties-target"
+ERA_OPTION = "--intentref-properties-era"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -63,6 +65,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     # A name of our own: the conformance plugin's --intentref-target may be registered too.
     group.addoption(TARGET_OPTION, default=None, metavar="SPEC",
                     help="in-process (default), stdio:COMMAND, http:URL, harness:COMMAND or python:MODULE:ATTR")  # fmt: skip
+    group.addoption(ERA_OPTION, choices=ERAS, default="auto",
+                    help="MCP era of the target: auto (negotiated, default), 2026 or legacy")  # fmt: skip
     group.addoption("--intentref-no-differential", action="store_true", default=False,
                     help="do not compare the target's replies with the in-process reference")  # fmt: skip
 
@@ -80,7 +84,7 @@ def _spec(config: pytest.Config) -> str:
 @pytest.fixture(scope="session")
 def intentref_target(request: pytest.FixtureRequest) -> Iterator[Any]:
     spec = _spec(request.config)
-    target = make_target(spec)
+    target = make_target(spec, request.config.getoption(ERA_OPTION))
     other = target.transport != "in-process" or spec.startswith("python:")
     if other and not request.config.getoption("--intentref-no-differential"):
         target = ip.DifferentialTarget(target)

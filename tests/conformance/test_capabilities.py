@@ -133,9 +133,9 @@ def test_an_implementation_ignoring_the_member_is_unsupported_not_failed(default
 
 
 def test_the_probe_quotes_what_came_back() -> None:
-    verdict = Capabilities().verdict(_IgnoresRepairAttempts(1), REPAIR_ATTEMPTS)
-    assert not verdict.supported
-    assert "got task then error MODEL_OUTPUT_INVALID with repairAttempts 0" in verdict.how, verdict.how
+    support = Capabilities().support(_IgnoresRepairAttempts(1), REPAIR_ATTEMPTS)
+    assert not support.supported
+    assert "got task then error MODEL_OUTPUT_INVALID with repairAttempts 0" in support.how, support.how
 
 
 def test_a_target_refusing_the_member_is_unsupported() -> None:

@@ -22,10 +22,14 @@ from typing import Any
 
 import pytest
 
+from intentref import cli as intentref_cli
 from intentref._paths import data_dir
 from intentref.suite.cases.fixtures import load_cases, select
 from intentref.suite.commands import conformance as cli
 from intentref.suite.commands.conformance import instances_mjs
+from intentref.suite.targets.base import InProcessTarget
+from intentref.suite.targets.options import target_from
+from intentref.suite.targets.registry import TARGET_KINDS, TargetKind, TargetSpec, parse
 
 INTENTREF = str(Path(sys.executable).with_name("intentref"))
 HARNESS = f"{sys.executable} -m intentref.suite.targets.harness_reference"
@@ -121,6 +125,60 @@ def test_http_reference_and_harness_targets(tmp_path: Path, capsys: pytest.Captu
             assert summary["unsupported"] == 0  # the harness configures runs of its own
         else:
             assert summary["unsupported"] >= 3  # the cases with options: not over HTTP
+
+
+# --------------------------------------------------------------------------- one flag set
+
+# Every command that runs a target, with what it needs besides (the folder fuzz replays).
+TARGET_COMMANDS = {"conformance": [], "properties": [], "fuzz": ["--replay", "cases"]}
+# Every spelling users rely on, with the spec it names.
+TARGET_FLAGS = [(["--in-process"], "in-process"),
+                (["--stdio", "srv --config {config}"], "stdio:srv --config {config}"),
+                (["--http", "http://127.0.0.1:1/mcp"], "http:http://127.0.0.1:1/mcp"),
+                (["--http-reference"], "http-reference"),
+                (["--harness", "h"], "harness:h"),
+                (["--python", "m:a"], "python:m:a"),
+                (["--target", "faulty:ids_from_zero"], "faulty:ids_from_zero")]  # fmt: skip
+
+
+def _spec_of(command: str, *flags: str) -> TargetSpec:
+    return target_from(intentref_cli.build_parser().parse_args([command, *TARGET_COMMANDS[command], *flags]))
+
+
+@pytest.mark.parametrize("command", TARGET_COMMANDS)
+def test_every_command_reads_the_target_flags_alike(command: str) -> None:
+    assert _spec_of(command) == parse("reference")  # spec: D-CNF-057 -- one default target
+    for flags, spec in TARGET_FLAGS:
+        assert _spec_of(command, *flags, "--era", "legacy") == parse(spec, era="legacy"), flags
+
+
+def test_the_flags_are_the_ones_the_kinds_declare() -> None:
+    declared = {kind.flag for kind in TARGET_KINDS.values() if kind.flag is not None}
+    assert declared == {flags[0] for flags, _ in TARGET_FLAGS if flags[0] != "--target"}
+
+
+def test_a_kind_registered_once_is_a_flag_of_every_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Adding a kind of target is its module and one registry entry: no command lists it again.
+    made_here = TargetKind("echo", "WORDS", "a kind made here", lambda spec: InProcessTarget(), flag="--echo")
+    monkeypatch.setitem(TARGET_KINDS, "echo", made_here)
+    for command in TARGET_COMMANDS:
+        assert _spec_of(command, "--echo", "hi") == TargetSpec("echo", "hi"), command
+        assert _spec_of(command, "--target", "echo:hi") == TargetSpec("echo", "hi"), command
+
+
+@pytest.mark.parametrize("command", TARGET_COMMANDS)
+def test_a_mistaken_target_is_one_line_and_status_2(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # spec: D-CNF-013 -- found before anything starts, in the same words whatever the command.
+    for flags, said in ((["--target", "nope"], "unknown target 'nope'; use one of: in-process, reference"),
+                        (["--target", "faulty"], "target faulty needs NAME after the colon"),
+                        (["--target", "faulty:no_such_fault"], "no faulty implementation 'no_such_fault'"),
+                        (["--stdio", "srv [--max-jobs {maxJobs}"], "srv")):  # fmt: skip
+        capsys.readouterr()
+        code = intentref_cli.main([command, *TARGET_COMMANDS[command], *flags])
+        captured = capsys.readouterr()
+        assert code == 2, (flags, captured)
+        assert captured.err.startswith(f"intentref {command}: ") and said in captured.err, captured.err
+        assert len(captured.err.strip().splitlines()) == 1 and captured.out == "", captured
 
 
 def test_in_process_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str], small_cases: Path) -> None:

@@ -16,6 +16,7 @@ from intentref.suite.cases.script import FAILED, PASSED, run_case
 from intentref.suite.commands import properties as properties_cli
 from intentref.suite.properties.targets import close_runs
 from intentref.suite.targets.base import InProcessTarget
+from intentref.suite.targets.registry import parse
 
 # The campaign drives one Bridge on its default options: a fault only reclamation under small
 # capacity options reveals (D-CNF-032) is out of its reach, and the conformance cases catch it.
@@ -48,7 +49,7 @@ def test_the_properties_pass_over_stdio(runs: Any) -> None:
     assert status == 0, out[-3000:] + err[-3000:]
     figures = json.loads((folder / "stdio.json").read_text("utf-8"))
     _clean(figures)
-    assert figures["target"] == "stdio:reference"
+    assert figures["target"] == "reference"  # stdio:reference is the bundled server's kind, named once
     # stdout is a pipe here: one line per property as it ends, and campaign lines (D-CNF-023).
     assert out.count("::test_") >= 40 and "campaign: 100/100 calls" in out
 
@@ -77,15 +78,37 @@ def test_a_different_reason_order_is_caught_and_written_as_a_case(runs: Any) -> 
 def test_the_campaign_catches_each_faulty_bridge(fault: str, broken_module: pathlib.Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     monkeypatch.syspath_prepend(str(broken_module))
-    tally = properties_cli.campaign(f"python:broken_targets:{fault}", seed=1, calls=600, heavy=False, differential=True)
+    tally = properties_cli.campaign(parse(f"python:broken_targets:{fault}"), seed=1, calls=600, heavy=False,
+                                    differential=True)  # fmt: skip
     assert tally.divergences > 0, f"{fault} went unnoticed"
     assert tally.uncaught_exceptions == tally.non_replies == 0
     case = properties_cli._case_of(next(n for n in tally.notes if n.startswith("divergence:")))
     jsonschema.Draft202012Validator(fixture_schema()).validate({"area": "NEW", "title": "t", "cases": [case]})
 
 
+def test_the_era_reaches_the_pytest_children_on_their_command_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    # spec: D-CNF-057 -- on the command line, never through the environment.
+    started: list[tuple[list[str], dict[str, str]]] = []
+
+    class Child:
+        def __init__(self, command: list[str], env: dict[str, str]) -> None:
+            started.append((command, env))
+
+        def wait(self) -> int:
+            return 0
+
+    monkeypatch.setattr(properties_cli.subprocess, "Popen", Child)
+    state = properties_cli.RunState()
+    properties_cli.run_pytest(parse("reference", era="legacy"), "smoke", 1, None, True, state, jobs=2)
+    assert len(started) == 2
+    for command, env in started:
+        assert command[command.index("--intentref-properties-target") + 1] == "reference"
+        assert command[command.index("--intentref-properties-era") + 1] == "legacy"
+        assert not [name for name in env if name.startswith("INTENTREF") and name.endswith("ERA")]
+
+
 def test_the_campaign_is_clean_against_the_reference() -> None:
-    tally = properties_cli.campaign("in-process", seed=5, calls=1_500, heavy=False, differential=False)
+    tally = properties_cli.campaign(parse("in-process"), seed=5, calls=1_500, heavy=False, differential=False)
     assert tally.clean and tally.total == 1_500, tally.notes
     assert min(tally.calls[op] for op in ("prepare", "accept", "cancel")) > 50
 

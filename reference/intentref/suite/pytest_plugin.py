@@ -23,22 +23,23 @@ from typing import Any
 
 import pytest
 
-_TARGET_HELP = (
-    "run the intentref conformance cases against TARGET: in-process, reference (bundled server over stdio), "
-    "stdio:COMMAND, http:URL, http-reference, harness:COMMAND or python:MODULE:ATTR"
-)
+from intentref.suite.targets.registry import DEFAULT_TIMEOUT, ERAS, as_target, described, parse
+from intentref.suite.usage import UsageError
+
 _SUITE = "intentref"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("intentref", "intentref conformance suite")
-    group.addoption("--intentref-target", metavar="TARGET", default=None, help=_TARGET_HELP)
+    group.addoption("--intentref-target", metavar="TARGET", default=None,
+                    help=f"run the intentref conformance cases against TARGET: {described()}")  # fmt: skip
     group.addoption("--intentref", action="store_true", default=False,
                     help="collect the conformance cases for a project-supplied intentref_target fixture")  # fmt: skip
-    group.addoption("--intentref-era", choices=("auto", "2026", "legacy"), default="auto",
+    group.addoption("--intentref-era", choices=ERAS, default="auto",
                     help="MCP era for stdio/http targets: auto (negotiated, D-CNF-052), 2026 or legacy")  # fmt: skip
     group.addoption("--intentref-level", choices=("normative", "all"), default="all", help="normative: seed-required cases only")
-    group.addoption("--intentref-timeout", type=float, default=10.0, help="seconds one answer may take (default 10)")
+    group.addoption("--intentref-timeout", type=float, default=DEFAULT_TIMEOUT,
+                    help=f"seconds one answer may take (default {DEFAULT_TIMEOUT:g})")  # fmt: skip
 
 
 def _enabled(config: pytest.Config) -> bool:
@@ -125,14 +126,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 @pytest.fixture(scope="session")
 def intentref_target(request: pytest.FixtureRequest) -> Iterator[Any]:
     """The Target the cases run against: from --intentref-target; override it to supply your own."""
-    from intentref.suite.targets import registry
-    from intentref.suite.usage import UsageError
-
     spec = request.config.getoption("intentref_target")
     if not spec:
         raise pytest.UsageError("override the intentref_target fixture or give --intentref-target TARGET")
     try:
-        target = registry.parse(spec, request.config.getoption("intentref_era"),
+        target = parse(spec, request.config.getoption("intentref_era"),
                                 request.config.getoption("intentref_timeout")).build()  # fmt: skip
     except UsageError as exc:
         raise pytest.UsageError(f"--intentref-target {spec}: {exc}") from None
@@ -146,7 +144,6 @@ def intentref_target(request: pytest.FixtureRequest) -> Iterator[Any]:
 def _intentref_executor(request: pytest.FixtureRequest, intentref_target: Any) -> Iterator[Any]:
     from intentref.suite.execution.runner import Executor
     from intentref.suite.targets.base import Target
-    from intentref.suite.targets.registry import as_target
 
     # An overriding fixture may hand any object with open and close (its runs duck-typed too).
     executor = Executor(intentref_target if isinstance(intentref_target, Target) else as_target(intentref_target))

@@ -1,5 +1,10 @@
 """What a case needs from a target beyond the seeds, and whether the target has it (D-CNF-030).
 
+``unsupported_reason`` is the one place the runner decides that a target cannot run a case
+(the MCP envelope, Bridge options, the case's sessions or setup, a capability); what a target
+refuses only while a case runs (a value its transport cannot carry) it raises as
+``TargetUnsupported``, and the case is unsupported all the same.
+
 The seeds fix the Bridge, not how an implementation is configured.  Two things the fixtures
 use rest on choices an implementation may make differently:
 
@@ -27,6 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from intentref.suite.cases.fixtures import Case
 from intentref.suite.targets.base import REFERENCE_CAPABILITIES as REFERENCE_CAPABILITIES
 from intentref.suite.targets.base import REPAIR_ATTEMPTS as REPAIR_ATTEMPTS
 from intentref.suite.targets.base import ConfigRejected, Target, TargetUnsupported
@@ -43,6 +49,30 @@ PROBE_INSTANCES: Final[dict[str, dict[str, Any]]] = {
 _PROBE_INPUT: Final = "查询订单 000123"
 # Not JSON at all: a contract fault under every reading of the core candidate contract.
 _PROBE_CANDIDATE: Final = "this is not a JSON candidate"
+
+
+def unsupported_reason(case: Case, target: Target, suite_instances: Mapping[str, Any], *,
+                       probe: bool) -> str | None:  # fmt: skip
+    """Why ``target`` cannot run ``case``, or None: the one place the runner decides it.
+
+    Asked twice.  When the plan is made (``probe=False``), before any run opens: all that is
+    known without one, a declared capability included.  Just before the case runs
+    (``probe=True``): what is left, a capability a target that declares none may lack, probed
+    then, once per target (D-CNF-030).
+    """
+    declared = target.capabilities is not None
+    if probe:
+        return None if declared else CAPABILITIES.reason(case.data, target, suite_instances)
+    if case.transport == "mcp" and target.transport != "mcp":
+        return "checks the MCP envelope; the target is not MCP"
+    options = case.bridge_options
+    reason = target.unsupported(options)
+    if reason is not None:  # D-CNF-030: say what the case needs before why the target lacks it
+        return f"needs Bridge option(s) {', '.join(options)}: {reason}"
+    reason = target.unsupported_case(case.data)
+    if reason is None and declared:
+        reason = CAPABILITIES.reason(case.data, target, suite_instances)
+    return reason
 
 
 def needs(case: Mapping[str, Any], instances: Mapping[str, Any]) -> list[str]:
@@ -64,7 +94,7 @@ def needs(case: Mapping[str, Any], instances: Mapping[str, Any]) -> list[str]:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Support:
     """Whether a target takes a capability, and how that was learnt."""
 
     supported: bool
@@ -79,44 +109,44 @@ class Capabilities:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._weak: weakref.WeakKeyDictionary[Any, dict[str, Verdict]] = weakref.WeakKeyDictionary()
-        self._strong: dict[int, tuple[Any, dict[str, Verdict]]] = {}  # targets without weak references
+        self._weak: weakref.WeakKeyDictionary[Any, dict[str, Support]] = weakref.WeakKeyDictionary()
+        self._strong: dict[int, tuple[Any, dict[str, Support]]] = {}  # targets without weak references
 
-    def _known(self, target: Any) -> dict[str, Verdict]:
+    def _known(self, target: Any) -> dict[str, Support]:
         try:
             return self._weak.setdefault(target, {})
         except TypeError:
             return self._strong.setdefault(id(target), (target, {}))[1]
 
-    def verdict(self, target: Target, capability: str) -> Verdict:
+    def support(self, target: Target, capability: str) -> Support:
         declared = target.capabilities
         if declared is not None:
-            return Verdict(capability in declared, "declared")
+            return Support(capability in declared, "declared")
         with self._lock:  # one probe per target even when worker threads ask at once
             known = self._known(target)
             if capability not in known:
                 known[capability] = _PROBES[capability](target)
             return known[capability]
 
-    def probe_for(self, cases: Any, target: Target, instances: Mapping[str, Any]) -> dict[str, Verdict]:
-        """The verdicts ``target`` needs for ``cases``, probed now where it declares nothing."""
+    def probe_for(self, cases: Any, target: Target, instances: Mapping[str, Any]) -> dict[str, Support]:
+        """What ``target`` supports of what ``cases`` need, probed now where it declares nothing."""
         if target.capabilities is not None:
             return {}
         wanted = {name for case in cases for name in needs(case.data, instances)}
-        return {name: self.verdict(target, name) for name in sorted(wanted)}
+        return {name: self.support(target, name) for name in sorted(wanted)}
 
-    def remember(self, target: Target, verdicts: Mapping[str, Verdict]) -> None:
+    def remember(self, target: Target, probed: Mapping[str, Support]) -> None:
         """What another process probed of the same target: believed as if probed here."""
-        if verdicts:
+        if probed:
             with self._lock:
-                self._known(target).update(verdicts)
+                self._known(target).update(probed)
 
     def reason(self, case: Mapping[str, Any], target: Target, instances: Mapping[str, Any]) -> str | None:
         """``needs …`` when the target lacks something ``case`` needs, else None."""
         for capability in needs(case, instances):
-            verdict = self.verdict(target, capability)
-            if not verdict.supported:
-                how = "does not declare it" if verdict.how == "declared" else verdict.how
+            support = self.support(target, capability)
+            if not support.supported:
+                how = "does not declare it" if support.how == "declared" else support.how
                 return f"needs {_DESCRIBE[capability]}; the target {how}"
         return None
 
@@ -152,16 +182,16 @@ def _broken_until_error(session: Any, instance: str, limit: int) -> list[str]:
     return seen
 
 
-def _probe_repair_attempts(target: Target) -> Verdict:
+def _probe_repair_attempts(target: Target) -> Support:
     """``repairAttempts: 0`` ends the job at once; ``repairAttempts: 2`` repairs twice, then ends it."""
     try:
         run = target.open(json.loads(json.dumps(PROBE_INSTANCES)), {})
     except ConfigRejected as rejected:
-        return Verdict(False, f"refused an instance configuration with repairAttempts ({rejected.error.get('code')})")
+        return Support(False, f"refused an instance configuration with repairAttempts ({rejected.error.get('code')})")
     except TargetUnsupported as exc:
-        return Verdict(False, f"cannot run the repairAttempts probe: {exc.reason}")
+        return Support(False, f"cannot run the repairAttempts probe: {exc.reason}")
     except Exception as exc:
-        return Verdict(False, f"could not start the repairAttempts probe: {type(exc).__name__}: {exc}")
+        return Support(False, f"could not start the repairAttempts probe: {type(exc).__name__}: {exc}")
     try:
         session = run.connect()
         try:
@@ -171,14 +201,14 @@ def _probe_repair_attempts(target: Target) -> Verdict:
             with contextlib.suppress(Exception):
                 session.release()
     except Exception as exc:
-        return Verdict(False, f"broke during the repairAttempts probe: {type(exc).__name__}: {exc}")
+        return Support(False, f"broke during the repairAttempts probe: {type(exc).__name__}: {exc}")
     finally:
         with contextlib.suppress(Exception):
             run.close()
     invalid = "error MODEL_OUTPUT_INVALID"
     if none == [invalid] and two == ["task", "task", invalid]:
-        return Verdict(True, "honours repairAttempts 0 and 2 (probed)")
-    return Verdict(False, "does not visibly honour it: a non-JSON core candidate got "
+        return Support(True, "honours repairAttempts 0 and 2 (probed)")
+    return Support(False, "does not visibly honour it: a non-JSON core candidate got "
                           f"{' then '.join(none)} with repairAttempts 0 and {' then '.join(two)} "
                           "with repairAttempts 2 (probed)")  # fmt: skip
 

@@ -1,17 +1,18 @@
 """intentref conformance: run the conformance suite against a target.
 
-    intentref conformance [--in-process | --stdio CMD | --http URL | --http-reference | --harness CMD | --target SPEC]
-                          [--era auto|2026|legacy] [--jobs N] [--isolate] [--level normative|all]
-                          [--only PAT] [--skip PAT] [--expected-failures FILE] [--timeout S]
-                          [--json F] [--junit F] [--html F]
+    intentref conformance [--in-process | --stdio CMD | --http URL | --http-reference | --harness CMD
+                           | --python MOD:ATTR | --target SPEC] [--era auto|2026|legacy] [--cold-start]
+                          [--jobs N] [--isolate] [--level normative|all] [--only PAT] [--skip PAT]
+                          [--expected-failures FILE] [--timeout S] [--json F] [--junit F] [--html F]
     intentref conformance --harness CMD --smoke
     intentref conformance --write-mjs [--check]
 
-Without a target option the bundled reference server runs over real stdio, its era
-negotiated.  Cases go to ``--jobs`` worker processes (default: the CPUs this process may
-use).  Exit statuses are ``EXIT_STATUSES`` (D-CNF-013).  Every mistake on the
-command line (an option, a file, a report path, a selection of nothing) is found before
-any case runs.  Only argparse is imported here, so ``intentref --help`` stays fast.
+The target flags are every command's (``targets.options``): without one the bundled
+reference server runs over real stdio, its era negotiated.  Cases go to ``--jobs`` worker
+processes (default: the CPUs this process may use).  Exit statuses are ``EXIT_STATUSES``
+(D-CNF-013).  Every mistake on the command line (an option, a file, a report path, a
+selection of nothing) is found before any case runs.  Only argparse and the target flags
+are imported here, so ``intentref --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from intentref.suite.targets.options import add_cold_start_argument, add_target_arguments, target_from
+from intentref.suite.targets.registry import DEFAULT_TIMEOUT
 from intentref.suite.usage import UsageError, worker_count
 
 if TYPE_CHECKING:  # imported where it is used: the command line starts without the runner
@@ -59,27 +62,9 @@ def exit_status_text() -> str:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = exit_status_text()
     p.formatter_class = argparse.RawDescriptionHelpFormatter  # keeps the epilog's lines
-    targets = p.add_argument_group("target (default: the bundled reference over stdio)")
-    group = targets.add_mutually_exclusive_group()
-    group.add_argument("--in-process", action="store_true", help="the reference Bridge called directly")
-    group.add_argument(
-        "--stdio",
-        metavar="COMMAND",
-        help="an MCP server started per run with COMMAND; {config} is the instances file; "
-        "{maxJobs}, {maxReplayEntries}, {maxReplayBytes}, {jobTtlMs} and {replayTtlMs} are the Bridge "
-        "options; [ ... ] groups are dropped when their option is unset",
-    )
-    group.add_argument("--http", metavar="URL", help="an MCP server already serving streamable HTTP at URL, "
-                       "with the suite's instances (intent-runtime-mcp --config conformance/instances.json --http ...)")
-    group.add_argument("--http-reference", action="store_true", help="the bundled reference over HTTP on 127.0.0.1")
-    group.add_argument("--harness", metavar="COMMAND", help="a JSON-lines harness (conformance/harness.schema.json)")
-    group.add_argument("--target", metavar="SPEC", help="any target by its spec, KIND or KIND:ARGUMENT (stdio:COMMAND, variant:NAME, faulty:NAME, "
-                            "python:MODULE:ATTR, ...; an unknown kind is answered with the list of all)")
-    targets.add_argument("--era", choices=("auto", "2026", "legacy"), default="auto",
-                         help="MCP era: auto (negotiated, default), 2026 (2026-07-28) or legacy (initialize handshake)")  # fmt: skip
-    targets.add_argument("--cold-start", action="store_true",
-                         help="default target: start every server process from the console script, not forked")  # fmt: skip
-    targets.add_argument("--smoke", action="store_true", help="with --harness: check the harness protocol only")
+    add_target_arguments(p)
+    add_cold_start_argument(p)
+    p.add_argument("--smoke", action="store_true", help="with --harness: check the harness protocol only")
 
     chosen = p.add_argument_group("selection")
     chosen.add_argument("--level", choices=("normative", "all"), default="all", help="normative: only seed-required cases")
@@ -87,8 +72,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     chosen.add_argument("--skip", action="append", default=[], metavar="PATTERN", help="case ids to leave out (repeatable)")
     chosen.add_argument("--expected-failures", metavar="FILE", help="case ids expected to fail (JSON or text)")
     chosen.add_argument("--cases", metavar="DIR", help="fixture folder (default: the bundled conformance/cases)")
-    chosen.add_argument("--timeout", type=float, default=10.0, metavar="S",
-                        help="longest wait for one answer (default 10 s); longer is errored")  # fmt: skip
+    chosen.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
+                        help=f"longest wait for one answer (default {DEFAULT_TIMEOUT:g} s); longer is errored")  # fmt: skip
     chosen.add_argument("--jobs", type=worker_count, metavar="N",
                         help="worker processes (default: the CPUs this process may use)")  # fmt: skip
     chosen.add_argument("--isolate", action="store_true",
@@ -148,25 +133,6 @@ def _write_mjs(check: bool) -> int:
     path.write_text(text, "utf-8")
     print(f"wrote {path}")
     return EXIT_OK
-
-
-# --------------------------------------------------------------------------- targets
-
-
-def _spec(args: argparse.Namespace) -> str:
-    if args.target:
-        return str(args.target)
-    if args.in_process:
-        return "in-process"
-    if args.stdio:
-        return f"stdio:{args.stdio}"
-    if args.http:
-        return f"http:{args.http}"
-    if args.http_reference:
-        return "http-reference"
-    if args.harness:
-        return f"harness:{args.harness}"
-    return "reference"
 
 
 # --------------------------------------------------------------------------- a run
@@ -279,7 +245,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.cases and not Path(args.cases).is_dir():
         raise UsageError(f"--cases {args.cases}: not a folder")
     report_paths = _report_paths(args)
-    spec = registry.parse(_spec(args), args.era, args.timeout, args.cold_start)  # every mistake in it, now
+    spec = target_from(args, args.timeout, args.cold_start)  # every mistake in it, now
     problem = registry.program_problem(spec)
     if problem is not None:
         raise TargetCannotStart(problem)
@@ -335,9 +301,8 @@ def _checked(spec: Any, cases: list[Any]) -> tuple[Any, list[str]]:
     D-CNF-056).
     """
     from intentref.suite.targets.base import TargetCannotStart
-    from intentref.suite.targets.registry import KINDS
 
-    if not KINDS[spec.kind].configured_elsewhere:
+    if not spec.declared.configured_elsewhere:
         return spec, []
     target = spec.build()
     try:

@@ -1,7 +1,11 @@
 """``intentref fuzz``: reproducible JSON cases for host developers, and replaying them against a target.
 
     intentref fuzz --seed N --count K --out DIR [--kind candidates|replies|sessions] [--heavy]
-    intentref fuzz --replay DIR (--in-process | --stdio CMD | --http URL | --harness CMD) [--loose] [--jobs N]
+    intentref fuzz --replay DIR [--in-process | --stdio CMD | --http URL | --harness CMD | --target SPEC ...]
+                   [--era auto|2026|legacy] [--loose] [--jobs N]
+
+A replay takes the target flags of every command (``targets.options``; without one, the
+bundled server over stdio, D-CNF-057).
 
 Three kinds of case, one JSON file each, plus ``manifest.json`` (counts per kind, per
 fault and per defect).  The same seed gives byte-identical files: every choice comes from
@@ -29,7 +33,6 @@ import argparse
 import contextlib
 import json
 import multiprocessing
-import os
 import random
 import re
 import sys
@@ -42,7 +45,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from intentref.suite.targets.base import CallSession, Reply, Run, Session
-from intentref.suite.usage import worker_count
+from intentref.suite.targets.options import add_target_arguments, target_from
+from intentref.suite.targets.registry import LARGE_CALL_TIMEOUT, TargetSpec
+from intentref.suite.usage import UsageError, worker_count
 
 FORMAT: Final = "intentref-fuzz/1"
 KINDS: Final = ("candidates", "replies", "sessions")
@@ -61,44 +66,18 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--jobs", type=worker_count, default=None, metavar="N",
                    help="with --replay: worker processes, each with a target of its own "
                    "(default: the CPUs this process may use)")  # fmt: skip
-    target_options(p)
+    add_target_arguments(p)
     p.set_defaults(run=run)
-
-
-# The MCP era of the targets a command makes (auto, 2026 or legacy), read by
-# ``_property_targets.make_target``: the property suite runs in a pytest child process.
-ERA_VARIABLE: Final = "INTENTREF_ERA"
-
-
-def target_options(p: argparse.ArgumentParser) -> None:
-    """The target flags shared with ``intentref properties``."""
-    group = p.add_mutually_exclusive_group()
-    group.add_argument("--in-process", action="store_true", help="the bundled reference (the default)")
-    group.add_argument("--stdio", metavar="COMMAND", help="an MCP server started with COMMAND, over stdio")
-    group.add_argument("--http", metavar="URL", help="an MCP server at URL (streamable HTTP)")
-    group.add_argument("--harness", metavar="COMMAND", help="a JSON-lines harness started with COMMAND")
-    group.add_argument("--python", metavar="MODULE:ATTR", help="a Target (or a factory of one) importable from Python")
-    group.add_argument("--target", metavar="SPEC", help="any target spec of intentref conformance (e.g. http-reference)")
-    p.add_argument("--era", choices=("auto", "2026", "legacy"), default="auto",
-                   help="MCP era: auto (negotiated, default), 2026 (2026-07-28) or legacy (initialize handshake)")  # fmt: skip
-
-
-def target_spec(args: argparse.Namespace) -> str:
-    """The target spec the flags name; ``--era`` goes to every target made from it, in this
-    process and in the property suite's pytest child (``ERA_VARIABLE``, D-CNF-052)."""
-    os.environ[ERA_VARIABLE] = getattr(args, "era", None) or "auto"
-    if getattr(args, "target", None):
-        return str(args.target)
-    for flag in ("stdio", "http", "harness", "python"):
-        value = getattr(args, flag, None)
-        if value:
-            return f"{flag}:{value}"
-    return "in-process"
 
 
 def run(args: argparse.Namespace) -> int:
     if args.replay:
-        return replay(Path(args.replay), target_spec(args), loose=args.loose, jobs=args.jobs)
+        try:
+            spec = target_from(args, LARGE_CALL_TIMEOUT)
+        except UsageError as exc:
+            print(f"intentref fuzz: {exc}", file=sys.stderr)
+            return 2
+        return replay(Path(args.replay), spec, loose=args.loose, jobs=args.jobs)
     if not args.out:
         print("intentref fuzz: --out DIR (to write cases) or --replay DIR (to replay them) is required", file=sys.stderr)
         return 2
@@ -737,7 +716,7 @@ class _WellFormedRun(Run):
 Verdict = tuple[int, str | None]
 
 
-def replay(folder: Path, spec: str, loose: bool = False, jobs: int | None = None) -> int:
+def replay(folder: Path, spec: TargetSpec, loose: bool = False, jobs: int | None = None) -> int:
     """Run every candidate and session case of ``folder`` against the target; exit 1 on any disagreement.
 
     The cases are dealt round-robin to ``jobs`` worker processes (default: the CPUs this
@@ -771,13 +750,12 @@ def replay(folder: Path, spec: str, loose: bool = False, jobs: int | None = None
     return 1 if lines else 0
 
 
-def replay_share(spec: str, cases: list[tuple[int, dict[str, Any]]], loose: bool) -> tuple[str, list[Verdict]]:
+def replay_share(spec: TargetSpec, cases: list[tuple[int, dict[str, Any]]], loose: bool) -> tuple[str, list[Verdict]]:
     """Replay numbered ``cases`` against a target of ``spec`` made here: its name and each case's verdict."""
     from intentref.suite.cases.script import PASSED, run_case
-    from intentref.suite.properties.targets import make_target
     from intentref.suite.targets.base import load_instances
 
-    target = make_target(spec)
+    target = spec.build()
     standard = load_instances()
     runs: dict[str, Any] = {}
     verdicts: list[Verdict] = []

@@ -34,6 +34,7 @@ from intentref.suite.cases import baseline
 from intentref.suite.cases.fixtures import Case
 from intentref.suite.cases.script import ERRORED, FAILED, PASSED, UNSUPPORTED, CaseOutcome
 from intentref.suite.reports.model import LEVELS, Row, case_row, counts, of_level
+from intentref.suite.targets.registry import DEFAULT_TIMEOUT, ERAS, described
 from intentref.suite.usage import UsageError
 
 MATRIX_FORMAT: Final = "intentref-matrix/1"
@@ -92,17 +93,18 @@ def read_targets_file(path: str) -> list[Implementation]:
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not isinstance(entry.get("spec"), str):
             raise UsageError(f"--targets {path}: /targets/{index} needs string members name and spec")
         era = entry.get("era", "auto")
-        if era not in ("auto", "2026", "legacy"):
-            raise UsageError(f"--targets {path}: /targets/{index}/era must be auto, 2026 or legacy")
+        if era not in ERAS:
+            raise UsageError(f"--targets {path}: /targets/{index}/era must be one of {', '.join(ERAS)}")
         found.append(Implementation(entry["name"], entry["spec"], "user", era, entry.get("expectedFailures")))
     return found
 
 
-def parse_target_option(text: str) -> Implementation:
+def parse_target_option(text: str, era: str = "auto") -> Implementation:
+    """``--target NAME=SPEC``: SPEC is read by the registry, as every command's (``registry.parse``)."""
     name, sep, spec = text.partition("=")
     if not sep or not name.strip() or not spec.strip():
         raise UsageError(f"--target {text!r}: write NAME=SPEC, e.g. mine=stdio:my-server --config {{config}}")
-    return Implementation(name.strip(), spec.strip(), "user")
+    return Implementation(name.strip(), spec.strip(), "user", era)
 
 
 # --------------------------------------------------------------------------- running
@@ -293,7 +295,10 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("matrix", help="run many implementations through the suite; one side-by-side report",
                        description=(__doc__ or "").splitlines()[0])  # fmt: skip
     p.add_argument("--target", action="append", default=[], metavar="NAME=SPEC",
-                   help="an implementation (repeatable); SPEC as for `intentref conformance --target`, or faulty:NAME")  # fmt: skip
+                   help=f"an implementation (repeatable); SPEC as for `intentref conformance --target`: "
+                        f"{described()}")  # fmt: skip
+    p.add_argument("--era", choices=ERAS, default="auto",
+                   help="MCP era of the --target implementations: auto (negotiated, default), 2026 or legacy")  # fmt: skip
     p.add_argument("--targets", metavar="FILE", help='a JSON file {"targets": [{"name", "spec", "era"?, "expectedFailures"?}]}')
     p.add_argument("--include", action="append", default=[], choices=GROUPS,
                    help="add a bundled group (default when no target is given: all three)")  # fmt: skip
@@ -301,7 +306,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--level", choices=("normative", "all"), default="all")
     p.add_argument("--only", action="append", default=[], metavar="PATTERN", help="case ids to run (fnmatch)")
     p.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT_S, metavar="S", help="for the whole run")
-    p.add_argument("--timeout", type=float, default=10.0, metavar="S", help="for each answer of a target")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S", help="for each answer of a target")
     p.add_argument("--jobs", type=int, default=0, metavar="N", help="worker processes (default: the CPUs this process may use)")
     p.set_defaults(run=main)
 
@@ -318,7 +323,7 @@ def _main(args: argparse.Namespace) -> int:
     from intentref.suite.cases.fixtures import load_cases, select
     from intentref.suite.reports import badges, html, output
 
-    impls = [parse_target_option(t) for t in args.target]
+    impls = [parse_target_option(t, args.era) for t in args.target]
     if args.targets:
         impls += read_targets_file(args.targets)
     groups = args.include or ([] if impls else list(GROUPS))

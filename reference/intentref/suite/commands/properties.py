@@ -1,9 +1,11 @@
 """``intentref properties``: the property suite and a call campaign against a target.
 
-    intentref properties [--in-process | --stdio CMD | --http URL | --harness CMD | --python MOD:ATTR]
-                         [--profile ci|long] [--seed N] [--calls N] [-k EXPR] [--no-differential] [--jobs N]
+    intentref properties [--in-process | --stdio CMD | --http URL | --harness CMD | --target SPEC ...]
+                         [--era auto|2026|legacy] [--profile ci|long|smoke] [--seed N] [--calls N] [-k EXPR]
+                         [--no-differential] [--jobs N]
 
-Two phases, one report:
+The target flags are every command's (``targets.options``): without one, the bundled
+server over stdio (D-CNF-057).  Two phases, one report:
 
 1. pytest runs the property modules (``properties/``, shipped in the wheel) against the
    target, with the Hypothesis profile ``intentref-ci`` or ``intentref-long`` and a pinned
@@ -44,6 +46,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from intentref.suite.targets.options import add_target_arguments, target_from
+from intentref.suite.targets.registry import LARGE_CALL_TIMEOUT, TargetSpec
+from intentref.suite.usage import UsageError, worker_count
+
 PROFILES: Final = ("ci", "long", "smoke")
 LEVELS: Final = ("normative", "all")
 # Campaign calls per profile: the long one alone meets the issue's 100,000.
@@ -60,11 +66,8 @@ INTERRUPTED: Final = 130  # the shell's status for a run ended by a signal (128 
 
 
 def add_parser(sub: Any) -> None:
-    from intentref.suite.commands.fuzz import target_options
-    from intentref.suite.usage import worker_count
-
     p = sub.add_parser("properties", help="run the property suite and a call campaign against a target")
-    target_options(p)
+    add_target_arguments(p)
     p.add_argument("--profile", choices=PROFILES, default="ci", help="ci (fast, default), long (>= 100,000 calls), smoke")
     p.add_argument("--seed", type=int, default=None, help="pin the seed (default: a new one, printed)")
     p.add_argument("--calls", type=int, default=None, help="campaign calls (default: 2,000 for ci, 100,000 for long)")
@@ -94,11 +97,14 @@ class RunState:
 
 
 def run(args: argparse.Namespace) -> int:
-    from intentref.suite.commands.fuzz import target_spec
     from intentref.suite.execution.workers import default_jobs
     from intentref.suite.properties.targets import STATS, Tally
 
-    spec = target_spec(args)
+    try:
+        spec = target_from(args, LARGE_CALL_TIMEOUT)
+    except UsageError as exc:
+        print(f"intentref properties: {exc}", file=sys.stderr)
+        return 2
     if args.calls is not None and args.calls < 0:
         print("intentref properties: --calls must be 0 or more", file=sys.stderr)
         return 2
@@ -108,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     calls = args.calls if args.calls is not None else CAMPAIGN_CALLS[args.profile]
-    differential = not args.no_differential and spec != "in-process"
+    differential = not args.no_differential and spec.kind != "in-process"
     print(f"intentref properties: target {spec}, profile {args.profile}, seed {seed}, level {args.level}"
           f"{', differential' if differential else ''}", flush=True)  # fmt: skip
     started = time.monotonic()
@@ -142,14 +148,13 @@ def run(args: argparse.Namespace) -> int:
     return 0 if figures["passed"] else 1
 
 
-def preflight(spec: str) -> str | None:
+def preflight(spec: TargetSpec) -> str | None:
     """Why the target cannot even start (a module that does not import, a command that is not
     there), found in a second instead of as one error per property; None when it answers."""
-    from intentref.suite.properties.targets import make_target
     from intentref.suite.targets.base import load_instances
 
     try:
-        target = make_target(spec)
+        target = spec.build()
     except Exception as exc:  # the spec's own error: ImportError, ValueError, ...
         return f"{type(exc).__name__}: {exc}"
     try:
@@ -223,7 +228,7 @@ def _case_of(note: str) -> Any:
 # --------------------------------------------------------------------------- phase 1: pytest
 
 
-def run_pytest(spec: str, profile: str, seed: int, keyword: str | None, differential: bool, state: RunState,
+def run_pytest(spec: TargetSpec, profile: str, seed: int, keyword: str | None, differential: bool, state: RunState,
                jobs: int = 1) -> None:  # fmt: skip
     """The property modules in pytest children; their counters, failures and cases land in ``state``.
 
@@ -244,7 +249,9 @@ def run_pytest(spec: str, profile: str, seed: int, keyword: str | None, differen
             files = {name: Path(tmp) / f"{number}-{name}" for name in ("stats.json", "cases.jsonl", "outcomes.jsonl")}
             command = [sys.executable, "-m", "pytest", *paths, "-c", str(folder / "pytest.ini"), "--rootdir",
                        str(folder), "-v" if not sys.stdout.isatty() else "-q", f"--hypothesis-seed={seed}",
-                       f"--hypothesis-profile=intentref-{profile}", "--intentref-properties-target", spec]  # fmt: skip
+                       f"--hypothesis-profile=intentref-{profile}",
+                       "--intentref-properties-target", spec.text,
+                       "--intentref-properties-era", spec.era]  # fmt: skip
             if not differential:
                 command.append("--intentref-no-differential")
             if keyword:
@@ -314,7 +321,7 @@ def _read_lines(path: Path) -> list[Any]:
 # --------------------------------------------------------------------------- phase 2: the campaign
 
 
-def campaign(spec: str, seed: int, calls: int, heavy: bool, differential: bool, tally: Any = None) -> Any:
+def campaign(spec: TargetSpec, seed: int, calls: int, heavy: bool, differential: bool, tally: Any = None) -> Any:
     """``calls`` calls of the session walker against the target, in episodes of fresh sessions.
 
     ``tally`` (a new one by default) is filled as the calls go, so an interrupted campaign
@@ -327,9 +334,9 @@ def campaign(spec: str, seed: int, calls: int, heavy: bool, differential: bool, 
     from intentref.suite.generators.catalog import catalog_instances, separate_sessions
     from intentref.suite.generators.draw import RandomDraw
     from intentref.suite.properties.differential import DifferentialTarget
-    from intentref.suite.properties.targets import Tally, close_runs, make_target, shared_run
+    from intentref.suite.properties.targets import Tally, close_runs, shared_run
 
-    target: Any = make_target(spec)
+    target: Any = spec.build()
     if differential:
         target = DifferentialTarget(target)
     tally = Tally() if tally is None else tally
@@ -384,13 +391,13 @@ def _campaign_refusals() -> int:
 
 
 def report(tally: Any, pytest_stats: Counter[str], pytest_status: int | None, seconds: float, seed: int, profile: str,
-           spec: str) -> dict[str, Any]:  # fmt: skip
+           spec: TargetSpec) -> dict[str, Any]:  # fmt: skip
     from rich.console import Console
     from rich.table import Table
 
     tools = ("prepare", "accept", "cancel")
     figures: dict[str, Any] = {
-        "target": spec, "profile": profile, "seed": seed, "seconds": round(seconds, 1),
+        "target": spec.text, "profile": profile, "seed": seed, "seconds": round(seconds, 1),
         "pytest": {None: "not run", 0: "passed"}.get(pytest_status, f"failed (exit {pytest_status})"),
         "calls": {op: tally.calls[op] + pytest_stats.get(f"calls.{op}", 0) for op in tools},
         "campaignCalls": tally.total,

@@ -31,7 +31,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from intentref.suite.cases.capabilities import CAPABILITIES
+from intentref.suite.cases.capabilities import unsupported_reason
 from intentref.suite.cases.fixtures import Case
 from intentref.suite.targets.base import Target
 
@@ -115,7 +115,7 @@ def make_plan(cases: Sequence[Case], target: Target, suite_instances: dict[str, 
     pooled_instances: dict[str, Any] = {}
     pooling = target.long_lived_runs and not isolate
     for index, case in enumerate(cases):
-        reason = static_reason(case, target, suite_instances)
+        reason = unsupported_reason(case, target, suite_instances, probe=False)
         sleeps = sum(int(s.get("ms", 0)) for s in case.data["steps"] if s["op"] == "sleep")
         if reason is not None:
             planned.append(PlannedCase(index, case, None, reason))
@@ -137,23 +137,6 @@ def make_plan(cases: Sequence[Case], target: Target, suite_instances: dict[str, 
     if any(p.config == POOLED for p in planned):
         configurations[POOLED] = Configuration(POOLED, {**suite_instances, **pooled_instances})
     return Plan(planned, configurations, suite_instances)
-
-
-def static_reason(case: Case, target: Target, suite_instances: dict[str, Any]) -> str | None:
-    """Why ``target`` cannot run ``case``, where that can be known before any run opens.
-
-    A capability the target does not declare is probed later, on a run (D-CNF-030).
-    """
-    if case.transport == "mcp" and target.transport != "mcp":
-        return "checks the MCP envelope; the target is not MCP"
-    options = case.bridge_options
-    reason = target.unsupported(options)
-    if reason is not None:  # D-CNF-030: say what the case needs before why the target lacks it
-        return f"needs Bridge option(s) {', '.join(options)}: {reason}"
-    reason = target.unsupported_case(case.data)
-    if reason is None and target.capabilities is not None:
-        reason = CAPABILITIES.reason(case.data, target, suite_instances)
-    return reason
 
 
 def _prepared_names(case: Case) -> Iterator[Any]:

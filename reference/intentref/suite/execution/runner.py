@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
 from intentref.mcp.replies import is_bridge_reply
-from intentref.suite.cases.capabilities import CAPABILITIES
+from intentref.suite.cases.capabilities import unsupported_reason
 from intentref.suite.cases.fixtures import Case
 from intentref.suite.cases.script import (
     ERRORED,
@@ -122,7 +122,7 @@ class Executor:
     def run_planned(self, planned: PlannedCase, lane: int = 0) -> CaseOutcome:
         if planned.unsupported is not None:
             return CaseOutcome(planned.id, UNSUPPORTED, detail=planned.unsupported)
-        reason = CAPABILITIES.reason(planned.case.data, self.target, self.instances) if self.target.capabilities is None else None
+        reason = unsupported_reason(planned.case, self.target, self.instances, probe=True)
         if reason is not None:  # D-CNF-030: a probed capability the target lacks
             return CaseOutcome(planned.id, UNSUPPORTED, detail=reason)
         if planned.config is None:

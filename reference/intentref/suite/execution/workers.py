@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any, Final
 
-from intentref.suite.cases.capabilities import CAPABILITIES, Verdict
+from intentref.suite.cases.capabilities import CAPABILITIES, Support
 from intentref.suite.cases.fixtures import Case
 from intentref.suite.cases.script import ERRORED, UNSUPPORTED, CaseOutcome
 from intentref.suite.cases.values import FixtureError
@@ -79,7 +79,7 @@ class Work:
     seconds: float = 0.0  # its own time: a worker's seconds with any of its units running, summed over workers
     error: str | None = None  # the target could not start at all
     era: str | None = None  # the MCP era a worker negotiated
-    probed: dict[str, Verdict] = field(default_factory=dict)  # capabilities probed by plan_work
+    probed: dict[str, Support] = field(default_factory=dict)  # capabilities probed by plan_work
 
 
 class Busy:
@@ -137,7 +137,7 @@ def plan_work(works: Sequence[Work]) -> None:
             target.close()
 
 
-def _built(work_spec: TargetSpec, probed: dict[str, Verdict]) -> Target:
+def _built(work_spec: TargetSpec, probed: dict[str, Support]) -> Target:
     """A target of ``work_spec`` that knows what the parent's probe found."""
     target = work_spec.build()
     CAPABILITIES.remember(target, probed)
@@ -479,7 +479,7 @@ def execute(cases: Sequence[Case], spec: TargetSpec, *, jobs: int | None = None,
 @contextlib.contextmanager
 def shared_resources(works: Sequence[Work]) -> Any:
     """What the workers share, started once here: the reference zygote, when a target forks from it."""
-    wanted = [work for work in works if work.spec.kind in ("reference", "http-reference") and not work.spec.cold_start]
+    wanted = [work for work in works if work.spec.forks_reference]
     if not wanted:
         yield
         return

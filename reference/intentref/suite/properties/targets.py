@@ -19,7 +19,6 @@ import atexit
 import contextlib
 import functools
 import json
-import os
 import unittest
 from collections import Counter
 from collections.abc import Callable
@@ -38,6 +37,7 @@ from intentref.suite.targets.base import (
     Target,
     TargetUnsupported,
 )
+from intentref.suite.targets.registry import LARGE_CALL_TIMEOUT, parse
 
 # Counters a whole property run reports (written out by properties/conftest.py).
 STATS: Counter[str] = Counter()
@@ -46,14 +46,9 @@ STATS: Counter[str] = Counter()
 # --------------------------------------------------------------------------- targets from specs
 
 
-def make_target(spec: str, era: str | None = None, timeout: float = 30.0) -> Target:
-    """A Target from its spec, read by the one parser every command uses (``registry.parse``).
-
-    ``era`` defaults to what ``--era`` set for this run (``fuzz.ERA_VARIABLE``), else auto.
-    """
-    from intentref.suite.targets import registry
-
-    return registry.parse(spec, era or os.environ.get("INTENTREF_ERA") or "auto", timeout).build()
+def make_target(spec: str, era: str = "auto", timeout: float = LARGE_CALL_TIMEOUT) -> Target:
+    """A Target from its spec, read by the one parser every command uses (``registry.parse``)."""
+    return parse(spec, era, timeout).build()
 
 
 # --------------------------------------------------------------------------- shared runs

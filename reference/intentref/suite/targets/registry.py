@@ -1,30 +1,42 @@
-"""Target specs: parsed once, here, into a ``TargetSpec`` every command builds its target from.
+"""Target kinds and specs: every kind of target declares itself here, once.
 
 A spec is a short text naming a kind of target and its argument (``stdio:my-server --config
 {config}``, ``http:http://127.0.0.1:8765/mcp``, ``variant:no-replay``, …).  ``parse`` reads
-it against the one table of kinds below (``KINDS``), once, and finds every mistake in it
-before any target starts (D-CNF-013): an unknown kind, a missing argument, a command
+it against the one table of kinds below (``TARGET_KINDS``), once, and finds every mistake in
+it before any target starts (D-CNF-013): an unknown kind, a missing argument, a command
 template that cannot be read.  ``TargetSpec.build()`` then makes the target, as often as
 needed: the runner's worker processes each build their own from the same spec, so a spec is
 plain data (picklable), never a live object.
 
-What may live here: the spec record, the table of kinds and, per kind, the function that
-builds its target.  The targets themselves live in their own modules (``targets``,
-``mcp_targets``, ``harness``, the decision variants, the faulty implementations).
+A kind declares everything a command asks of it: its flag (``--stdio COMMAND``; every kind
+is also ``--target KIND[:ARGUMENT]``), whether its argument is a program started per run,
+whether it forks the bundled reference, whether its server is configured elsewhere (so a
+case's own instances and Bridge options cannot reach it).  Adding a kind is its module and
+one ``@target_kind`` entry here; the flags of every command (``options``) follow from it.
+
+What may live here: the spec record, the table of kinds, per kind the function that builds
+its target, and the adapter of a user's duck-typed target (``as_target``).  The targets
+themselves live in their own modules (``base``, ``mcp``, ``harness``, the decision variants,
+the faulty implementations).
 """
 
 from __future__ import annotations
 
 import importlib
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from intentref.suite.targets.base import CallSession, Reply, Run, Session, Target
+from intentref.suite.targets.base import program_problem as _program_problem
 from intentref.suite.usage import UsageError
 
 ERAS: Final = ("auto", "2026", "legacy")
 DEFAULT_TIMEOUT: Final = 10.0
+# The longest wait for one answer in the property suite and in fuzz replay, whose calls may
+# carry 10 MB texts (the long profile, --heavy).
+LARGE_CALL_TIMEOUT: Final = 30.0
 
 
 @dataclass(frozen=True)
@@ -32,10 +44,11 @@ class TargetSpec:
     """A parsed target spec: its kind, its argument and the options every kind may take.
 
     ``era`` is the MCP era (``2026`` is 2026-07-28, ``legacy`` the initialize handshake,
-    ``auto`` negotiated by the first connection, D-CNF-052) and matters to MCP kinds only; ``timeout`` bounds the wait for one answer; ``cold_start``
-    starts the bundled server from its console script instead of forking it (D-CNF-006).
-    ``resources`` carries what a parent process started for the workers to share (the
-    reference zygote's socket), never anything a user writes.
+    ``auto`` negotiated by the first connection, D-CNF-052) and matters to MCP kinds only;
+    ``timeout`` bounds the wait for one answer; ``cold_start`` starts the bundled server from
+    its console script instead of forking it (D-CNF-006).  ``resources`` carries what a
+    parent process started for the workers to share (the reference zygote's socket), never
+    anything a user writes.
     """
 
     kind: str
@@ -49,6 +62,16 @@ class TargetSpec:
     def text(self) -> str:
         return f"{self.kind}:{self.argument}" if self.argument else self.kind
 
+    @property
+    def declared(self) -> TargetKind:
+        """What this spec's kind declares of itself."""
+        return TARGET_KINDS[self.kind]
+
+    @property
+    def forks_reference(self) -> bool:
+        """Whether its servers are forked from the reference zygote the workers share (D-CNF-006)."""
+        return self.declared.forks_reference and not self.cold_start
+
     def with_resources(self, **resources: str) -> TargetSpec:
         return replace(self, resources=tuple(sorted({**dict(self.resources), **resources}.items())))
 
@@ -57,33 +80,46 @@ class TargetSpec:
 
     def build(self) -> Target:
         """A new target of this spec (a process of its own is started only when a run opens)."""
-        return KINDS[self.kind].build(self)
+        return self.declared.build(self)
 
     def __str__(self) -> str:
         return self.text
 
 
+Builder = Callable[[TargetSpec], Target]
+
+
 @dataclass(frozen=True)
 class TargetKind:
+    """One kind of target, as it declares itself."""
+
     name: str
     argument: str  # what follows the colon ("" when the kind takes none)
-    summary: str
-    build: Callable[[TargetSpec], Target]
+    summary: str  # one line, the help of its flag
+    build: Builder
     check: Callable[[str], None] | None = None  # finds a mistake in the argument (UsageError)
-    configured_elsewhere: bool = False  # may serve a configuration of its own (asked before a run)
+    flag: str | None = None  # a flag of its own beside --target (--stdio COMMAND)
+    command: bool = False  # the argument is a program started per run, checked before any run (D-CNF-013)
+    forks_reference: bool = False  # its servers fork from the reference zygote, unless cold (D-CNF-006)
+    # Its server serves a configuration of its own, asked before a run (D-CNF-013): a case's own
+    # instances and Bridge options cannot reach it.
+    configured_elsewhere: bool = False
+
+    @property
+    def spelled(self) -> str:
+        return f"{self.name}:{self.argument}" if self.argument else self.name
 
 
-KINDS: dict[str, TargetKind] = {}
+TARGET_KINDS: dict[str, TargetKind] = {}
 # Names that were once written otherwise, read as the kind they mean.
 _ALIASES: Final = {"inprocess": "in-process", "reference-in-process": "in-process"}
 
 
-def kind(name: str, argument: str, summary: str, check: Callable[[str], None] | None = None,
-         configured_elsewhere: bool = False) -> Callable[[Callable[[TargetSpec], Target]], Callable[[TargetSpec], Target]]:  # fmt: skip
-    """Register the builder of one kind of target."""
+def target_kind(name: str, argument: str, summary: str, **declared: Any) -> Callable[[Builder], Builder]:
+    """Register the builder of one kind of target with what the kind declares (``TargetKind``)."""
 
-    def register(build: Callable[[TargetSpec], Target]) -> Callable[[TargetSpec], Target]:
-        KINDS[name] = TargetKind(name, argument, summary, build, check, configured_elsewhere)
+    def register(build: Builder) -> Builder:
+        TARGET_KINDS[name] = TargetKind(name, argument, summary, build, **declared)
         return build
 
     return register
@@ -99,12 +135,12 @@ def parse(text: str, era: str = "auto", timeout: float = DEFAULT_TIMEOUT, cold_s
     name = _ALIASES.get(name, name)
     if name == "stdio" and argument.strip() == "reference":
         name, argument = "reference", ""
-    if name not in KINDS:
+    if name not in TARGET_KINDS:
         raise UsageError(f"unknown target {text!r}; use one of: {described()}")
-    entry = KINDS[name]
+    entry = TARGET_KINDS[name]
     argument = argument.strip()
     if entry.argument and not argument:
-        raise UsageError(f"target {name} needs {entry.argument} after the colon: {name}:{entry.argument}")
+        raise UsageError(f"target {name} needs {entry.argument} after the colon: {entry.spelled}")
     if not entry.argument and colon and argument:
         raise UsageError(f"target {name} takes nothing after a colon, got {argument!r}")
     if name == "stdio" and "{config}" not in argument:
@@ -116,42 +152,35 @@ def parse(text: str, era: str = "auto", timeout: float = DEFAULT_TIMEOUT, cold_s
 
 
 def program_problem(spec: TargetSpec) -> str | None:
-    """Why the program a command spec (``stdio:``, ``harness:``) starts cannot be run, or None.
+    """Why the program a command kind (``stdio:``, ``harness:``) starts cannot be run, or None.
 
     Asked before anything is read or started, so a mistyped command costs no start-up
     (D-CNF-013); a failure this cannot foresee (a bad interpreter line) is caught when the
     process starts.
     """
-    if spec.kind not in ("stdio", "harness"):
+    if not spec.declared.command:
         return None
-    import shlex
-
-    from intentref.suite.targets.base import program_problem as problem_of
-
     try:
         words = shlex.split(spec.argument)
     except ValueError:
         return None  # an unbalanced quote: building the target says so as a usage error
     if not words or words[0].startswith(("[", "{")):
         return None
-    problem = problem_of(words[0])
+    problem = _program_problem(words[0])
     return None if problem is None else f"cannot run {words[0]!r}: {problem}"
 
 
 def described() -> str:
     """Every kind as the help texts list them: ``in-process, stdio:COMMAND, …``."""
-    return ", ".join(f"{k.name}:{k.argument}" if k.argument else k.name for k in KINDS.values())
-
-
-def build(text: str, era: str = "auto", timeout: float = DEFAULT_TIMEOUT) -> Target:
-    """Parse and build in one step (tests and one-off callers)."""
-    return parse(text, era, timeout).build()
+    return ", ".join(entry.spelled for entry in TARGET_KINDS.values())
 
 
 # --------------------------------------------------------------------------- the kinds
+# The target modules are imported when a target is built, not here: a command's --help
+# (which lists these kinds) starts without the MCP client, the variants or the faults.
 
 
-@kind("in-process", "", "the reference Bridge called directly")
+@target_kind("in-process", "", "the reference Bridge called directly", flag="--in-process")
 def _in_process(spec: TargetSpec) -> Target:
     from intentref.suite.targets.base import InProcessTarget
 
@@ -167,7 +196,9 @@ def _check_template(argument: str) -> None:
         raise UsageError(str(exc)) from None
 
 
-@kind("reference", "", "the bundled intent-runtime-mcp over stdio (forked from a pre-imported process)")
+@target_kind("reference", "",
+             "the bundled intent-runtime-mcp over stdio (forked from a pre-imported process)",
+             forks_reference=True)  # fmt: skip
 def _reference(spec: TargetSpec) -> Target:
     from intentref.suite.targets import mcp_stdio as mcp_targets
 
@@ -175,29 +206,37 @@ def _reference(spec: TargetSpec) -> Target:
                                              zygote_socket=spec.resource("zygote"))  # fmt: skip
 
 
-@kind("stdio", "COMMAND", "an MCP server your command starts over stdio ({config} is the instances file)",
-      check=_check_template)  # fmt: skip
+@target_kind("stdio", "COMMAND",
+             "an MCP server started per run with COMMAND; {config} is the instances file; {maxJobs}, "
+             "{maxReplayEntries}, {maxReplayBytes}, {jobTtlMs} and {replayTtlMs} are the Bridge options; "
+             "[ ... ] groups are dropped when their option is unset",
+             check=_check_template, flag="--stdio", command=True)  # fmt: skip
 def _stdio(spec: TargetSpec) -> Target:
     from intentref.suite.targets import mcp_stdio as mcp_targets
 
     return mcp_targets.StdioTarget(spec.argument, spec.era, spec.timeout)
 
 
-@kind("http", "URL", "an MCP server already listening on streamable HTTP at URL", configured_elsewhere=True)
+@target_kind("http", "URL",
+             "an MCP server already serving streamable HTTP at URL, with the suite's instances "
+             "(intent-runtime-mcp --config conformance/instances.json --http ...)",
+             flag="--http", configured_elsewhere=True)  # fmt: skip
 def _http(spec: TargetSpec) -> Target:
     from intentref.suite.targets import mcp_http as mcp_targets
 
     return mcp_targets.HttpTarget(spec.argument, spec.era, spec.timeout)
 
 
-@kind("http-reference", "", "the bundled server on streamable HTTP at 127.0.0.1, one per worker")
+@target_kind("http-reference", "", "the bundled reference over streamable HTTP on 127.0.0.1, one per worker",
+             flag="--http-reference", forks_reference=True)  # fmt: skip
 def _http_reference(spec: TargetSpec) -> Target:
     from intentref.suite.targets import mcp_http as mcp_targets
 
     return mcp_targets.HttpReferenceTarget(spec.era, spec.timeout, zygote_socket=spec.resource("zygote"))
 
 
-@kind("harness", "COMMAND", "your Bridge API over JSON lines (conformance/harness.schema.json)")
+@target_kind("harness", "COMMAND", "your Bridge API over JSON lines (conformance/harness.schema.json)",
+             flag="--harness", command=True)  # fmt: skip
 def _harness(spec: TargetSpec) -> Target:
     from intentref.suite.targets.harness import HarnessTarget
 
@@ -211,15 +250,16 @@ def _check_variant(name: str) -> None:
         raise UsageError(f"no decision variant {name!r}; known: all, {', '.join(variants.catalogue())}")
 
 
-@kind("variant", "NAME", "the reference with other decisions (intentref levels --list)", check=_check_variant)
+@target_kind("variant", "NAME", "the reference with other decisions (intentref levels --list)",
+             check=_check_variant)  # fmt: skip
 def _variant(spec: TargetSpec) -> Target:
     from intentref.suite.alterations import variants
 
     return variants.target(spec.argument)
 
 
-@kind("variant-envelope", "NAME", "a decision variant behind the reference's own MCP tool layer (the envelope cases)",
-      check=_check_variant)  # fmt: skip
+@target_kind("variant-envelope", "NAME", "a decision variant behind the reference's own MCP tool layer "
+             "(the envelope cases)", check=_check_variant)  # fmt: skip
 def _variant_envelope(spec: TargetSpec) -> Target:
     from intentref.suite.alterations import variants
 
@@ -233,7 +273,7 @@ def _check_fault(name: str) -> None:
         raise UsageError(f"no faulty implementation {name!r}; known: {', '.join(faulty.FAULTS)}")
 
 
-@kind("faulty", "NAME", "a deliberately broken reference (intentref recall)", check=_check_fault)
+@target_kind("faulty", "NAME", "a deliberately broken reference (intentref recall)", check=_check_fault)
 def _faulty(spec: TargetSpec) -> Target:
     from intentref.suite.alterations import faulty
 
@@ -246,8 +286,8 @@ def _check_python(argument: str) -> None:
         raise UsageError(f"python:{argument}: write python:MODULE:ATTR (a Target, or a callable that makes one)")
 
 
-@kind("python", "MODULE:ATTR", "a Target object (or a callable making one) of your own module", check=_check_python,
-      configured_elsewhere=True)  # fmt: skip
+@target_kind("python", "MODULE:ATTR", "a Target (or a callable making one) importable from Python",
+             check=_check_python, flag="--python", configured_elsewhere=True)  # fmt: skip
 def _python(spec: TargetSpec) -> Target:
     module, _, attr = spec.argument.rpartition(":")
     try:
