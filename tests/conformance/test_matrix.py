@@ -73,7 +73,9 @@ def test_the_time_limit_ends_a_slow_target_and_keeps_what_it_answered() -> None:
     fast = matrix.Implementation("ref", "in-process", "user")
     started = time.perf_counter()
     matrix.run_matrix([slow, fast], cases, time_limit=2.0, timeout=5)
-    assert time.perf_counter() - started < 9
+    # The slow target needs far longer than 20 s for these cases; a limit that fired ends the run
+    # within ten times its 2 s (a bound on the limit, not on speed: issue 38).
+    assert time.perf_counter() - started < 10 * 2.0
     outcomes = [slow.outcomes[c.id] for c in cases]
     cut = [o for o in outcomes if "time limit (2 s) ran out" in o.detail]
     assert cut and all(o.outcome == ERRORED for o in cut)

@@ -3,7 +3,7 @@
 Every failure the core or the Bridge can report is an :class:`IntentParseError`
 (or its data subclass).  Nothing else is raised across the public boundary; the
 Bridge turns these errors into ``{"kind": "error", ...}`` replies in exactly one
-place (``intentref.bridge._error_reply``), and the API path raises them.
+place (``intentref.bridge_store.error_reply``), and the API path raises them.
 
 The seeds name a public error enumeration but its table was lost
 (spec: R-ERR-021); the complete list below is reference decision D-ERR-001.
