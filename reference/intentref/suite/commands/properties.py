@@ -323,7 +323,6 @@ def campaign(spec: str, seed: int, calls: int, heavy: bool, differential: bool, 
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from intentref.suite.commands.fuzz import Walker
     from intentref.suite.generators.strategies_impl import RandomDraw
     from intentref.suite.properties.targets import (
         DifferentialTarget,
@@ -334,6 +333,7 @@ def campaign(spec: str, seed: int, calls: int, heavy: bool, differential: bool, 
         separate_sessions,
         shared_run,
     )
+    from intentref.suite.properties.walker import Walker
 
     target: Any = make_target(spec)
     if differential:
