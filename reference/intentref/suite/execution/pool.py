@@ -23,7 +23,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -109,41 +109,31 @@ def map_in_workers(function: Callable[[Item], Result], items: Sequence[Item], jo
     count = min(jobs, len(items))
     if count <= 1:
         return [function(item) for item in items]
-    return _Mapping(function, items).run(count)
+    results: dict[int, Result] = {}
+    following = iter(range(len(items)))
+    finished: set[int] = set()  # the workers told that nothing is left
 
-
-class _Mapping(Generic[Item, Result]):
-    def __init__(self, function: Callable[[Item], Result], items: Sequence[Item]) -> None:
-        self.function, self.items = function, items
-        self.waiting = iter(range(len(items)))
-        self.results: dict[int, Result] = {}
-        self.running: dict[int, int] = {}  # worker number -> the item it runs
-
-    def run(self, count: int) -> list[Result]:
-        with Workers(count, _take_items, self.function, self.items) as workers:
-            for number in range(count):
-                self._hand_out(workers, number)
-            while workers.running:
-                for number, message in workers.heard(None):
-                    if isinstance(message, Gone):
-                        if number in self.running:
-                            raise RuntimeError(f"a worker process died (exit status {message.status}) "
-                                               f"on item {self.running[number]}")  # fmt: skip
-                    elif message[0] == "raised":
-                        raise message[1]
-                    else:
-                        _, index, result = message
-                        self.results[index] = result
-                        self._hand_out(workers, number)
-        return [self.results[index] for index in range(len(self.items))]
-
-    def _hand_out(self, workers: Workers, number: int) -> None:
-        index = next(self.waiting, None)
+    def hand_out(workers: Workers, number: int) -> None:
+        index = next(following, None)
         if index is None:
-            self.running.pop(number, None)
-        else:
-            self.running[number] = index
+            finished.add(number)
         workers.send(number, index)
+
+    with Workers(count, _take_items, function, items) as workers:
+        for number in range(count):
+            hand_out(workers, number)
+        while workers.running:
+            for number, message in workers.heard(None):
+                if isinstance(message, Gone):
+                    if number not in finished:
+                        raise RuntimeError(f"a worker process died (exit status {message.status})")
+                elif isinstance(message, BaseException):
+                    raise message
+                else:
+                    index, result = message
+                    results[index] = result
+                    hand_out(workers, number)
+    return [results[index] for index in range(len(items))]
 
 
 def _take_items(pipe: Connection, function: Callable[[Any], Any], items: Sequence[Any]) -> None:
@@ -153,9 +143,9 @@ def _take_items(pipe: Connection, function: Callable[[Any], Any], items: Sequenc
             result = function(items[index])
         except BaseException as exc:
             try:
-                pipe.send(("raised", exc))
+                pipe.send(exc)
             except Exception:  # it does not pickle: its traceback does
-                pipe.send(("raised", RuntimeError(f"a worker process broke: {traceback.format_exc(limit=8)}")))
+                pipe.send(RuntimeError(f"a worker process broke: {traceback.format_exc(limit=8)}"))
             return
-        pipe.send(("done", index, result))
+        pipe.send((index, result))
     pipe.close()
