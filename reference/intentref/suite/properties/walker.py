@@ -69,7 +69,6 @@ class Walker:
 
     def __init__(self, run: Any, draw: Any, tally: Any, heavy: bool = False, max_sessions: int = 3,
                  objects_only: bool = False, instances: dict[str, Any] | None = None) -> None:  # fmt: skip
-
         self.run, self.d, self.tally, self.heavy = run, draw, tally, heavy
         self.objects_only = objects_only  # MCP tool arguments are always objects
         self.max_sessions = max_sessions
@@ -78,7 +77,7 @@ class Walker:
         self.sessions: list[Any] = []
         self.names: list[str] = []
         self.jobs: list[JobModel] = []
-        self.calls: list[Any] = []
+        self.calls: list[Call] = []
         self._last_wire: str | None = None
         self._new_session()
 
