@@ -10,7 +10,7 @@ import pytest
 
 from intentref import cli
 from intentref import properties as ip
-from intentref.suite.commands.fuzz import KINDS
+from intentref.suite.generators.fuzz_cases import CASE_KINDS
 
 COUNT = 12
 
@@ -50,7 +50,7 @@ def test_a_case_does_not_depend_on_the_count(cases: pathlib.Path, tmp_path: path
 
 def test_the_manifest_counts_what_was_written(cases: pathlib.Path) -> None:
     manifest = json.loads((cases / "manifest.json").read_text("utf-8"))
-    assert manifest["seed"] == 11 and manifest["kinds"] == {kind: COUNT for kind in KINDS}
+    assert manifest["seed"] == 11 and manifest["kinds"] == {kind: COUNT for kind in CASE_KINDS}
     candidates = [json.loads(p.read_text("utf-8")) for p in sorted((cases / "candidates").glob("*.json"))]
     replies = [json.loads(p.read_text("utf-8")) for p in sorted((cases / "replies").glob("*.json"))]
     assert sum(manifest["faults"].values()) == len(candidates) == COUNT

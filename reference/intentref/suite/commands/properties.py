@@ -330,11 +330,11 @@ def campaign(spec: TargetSpec, seed: int, calls: int, heavy: bool, differential:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from intentref.suite.commands.fuzz import Walker
     from intentref.suite.generators.catalog import catalog_instances, separate_sessions
     from intentref.suite.generators.draw import RandomDraw
     from intentref.suite.properties.differential import DifferentialTarget
     from intentref.suite.properties.targets import Tally, close_runs, shared_run
+    from intentref.suite.properties.walker import Walker
 
     target: Any = spec.build()
     if differential:

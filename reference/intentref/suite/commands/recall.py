@@ -23,21 +23,20 @@ do; the outcomes, and so the table, are those of ``--jobs 1``.
 from __future__ import annotations
 
 import argparse
-import multiprocessing
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from intentref.suite.cases.capabilities import needs
 from intentref.suite.cases.fixtures import Case, load_cases
 from intentref.suite.cases.script import FAILED, PASSED, CaseOutcome
+from intentref.suite.execution.pool import map_in_workers
 from intentref.suite.execution.runner import execute
 from intentref.suite.targets.base import load_instances
 from intentref.suite.usage import worker_count
 
 Outcomes = Mapping[str, CaseOutcome]
-TargetFactory = Callable[[str], Any]
 
 
 # --------------------------------------------------------------------------- the stdio floor
@@ -159,70 +158,49 @@ def _sleeps(case: Case) -> bool:
     return any(step["op"] == "sleep" for step in case.data["steps"])
 
 
-def run_all(target_factory: TargetFactory | None = None, cases: list[Case] | None = None,
-            jobs: int = 1) -> dict[str, dict[str, CaseOutcome]]:  # fmt: skip
+def run_all(cases: list[Case] | None = None, jobs: int = 1) -> dict[str, dict[str, CaseOutcome]]:
     """Every case against the reference, the MCP model and each fault: outcomes by name and case id.
 
-    ``target_factory(name)`` makes the target for a name (default ``faulty.target_named``).
-    The legacy TTL cases spend their time asleep, so they run on threads of their own.
-    ``jobs`` above 1 runs the implementations in that many worker processes; only the
-    shipped targets can be made there (from their names), so a ``target_factory`` of the
-    caller's own always runs here.
+    The implementations run on ``jobs`` worker processes (``execution.pool``), each making its
+    target from its name, the largest first so that no worker is left with a long one at the
+    end.  The legacy TTL cases spend their time asleep, so they run on threads here instead,
+    where their waits overlap rather than each holding a worker.
     """
-    from intentref.suite.alterations.faulty import FAULTS, MCP_MODEL, REFERENCE, target_named
+    from intentref.suite.alterations.faulty import FAULTS, MCP_MODEL, REFERENCE
 
-    factory = target_factory or target_named
     cases = load_cases() if cases is None else cases
     names = [REFERENCE, MCP_MODEL, *FAULTS]
-    if target_factory is None and jobs > 1:
-        return _run_in_workers(names, cases, jobs)
-
-    def run(name: str, chosen: list[Case]) -> list[CaseOutcome]:
-        if not chosen:
-            return []
-        target = factory(name)
-        try:
-            return execute(chosen, target)
-        finally:
-            target.close()
-
-    with ThreadPoolExecutor(max_workers=len(names) + 1, thread_name_prefix="intentref-recall") as pool:
-        slow = {n: pool.submit(run, n, [c for c in _cases_for(n, cases) if _sleeps(c)]) for n in names}
-        fast = {n: run(n, [c for c in _cases_for(n, cases) if not _sleeps(c)]) for n in names}
-        return {n: {o.case_id: o for o in [*fast[n], *slow[n].result()]} for n in names}
-
-
-def _run_in_workers(names: list[str], cases: list[Case], jobs: int) -> dict[str, dict[str, CaseOutcome]]:
-    # One task per implementation and kind of case, the largest first so that no worker is
-    # left with a long one at the end; the sleeping TTL cases go to threads here instead,
-    # where their waits overlap rather than each holding a worker process.
     fast = {n: [c for c in _cases_for(n, cases) if not _sleeps(c)] for n in names}
     slow = {n: [c for c in _cases_for(n, cases) if _sleeps(c)] for n in names}
     order = sorted((n for n in names if fast[n]), key=lambda n: -len(fast[n]))
-    # Spawned, not forked: this process already runs the threads below.
-    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as processes, \
-            ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="intentref-recall") as threads:  # fmt: skip
-        waiting = {n: threads.submit(_run_slim, n, slow[n]) for n in names if slow[n]}
-        ran = dict(zip(order, processes.map(_run_slim, order, [fast[n] for n in order]), strict=True))
+    # The threads make the pool spawn its workers rather than fork beside them (execution.pool).
+    with ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="intentref-recall") as threads:
+        waiting = {n: threads.submit(_run_slim, (n, slow[n])) for n in names if slow[n]}
+        ran = dict(zip(order, map_in_workers(_run_slim, [(n, fast[n]) for n in order], jobs), strict=True))
         asleep = {n: future.result() for n, future in waiting.items()}
     return {n: {o.case_id: o for o in [*ran.get(n, []), *asleep.get(n, [])]} for n in names}
 
 
-def _run_slim(name: str, cases: list[Case]) -> list[CaseOutcome]:
-    """The cases against the shipped target ``name``, without the replies (recall reads none,
-    and a worker would otherwise send every reply back through its pipe)."""
-    from intentref.suite.alterations.faulty import run_named
+def _run_slim(task: tuple[str, list[Case]]) -> list[CaseOutcome]:
+    """The cases against the shipped target of that name, without the replies (recall reads
+    none, and a worker would otherwise send every reply back through its pipe)."""
+    from intentref.suite.alterations.faulty import target_named
 
-    outcomes = run_named(name, cases)
+    name, cases = task
+    target = target_named(name)
+    try:
+        outcomes = execute(cases, target)
+    finally:
+        target.close()
     for outcome in outcomes:
         outcome.replies = []
     return outcomes
 
 
-def recall(target_factory: TargetFactory | None = None, cases: list[Case] | None = None, jobs: int = 1) -> RecallTable:
-    """Run the shipped faults (made by ``target_factory``) and tabulate what the cases catch."""
+def recall(cases: list[Case] | None = None, jobs: int = 1) -> RecallTable:
+    """Run the shipped faults and tabulate what the cases catch."""
     cases = load_cases() if cases is None else cases
-    return recall_from(run_all(target_factory, cases, jobs), cases)
+    return recall_from(run_all(cases, jobs), cases)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,10 +3,11 @@
 The runner's own work -- MCP clients, matching replies, the in-process targets themselves --
 is Python, and Python threads share one interpreter lock; so cases go to worker
 *processes*, as pytest-xdist and Bowtie do.  The parent plans every target's cases
-(``plan.make_plan``), cuts them into units, starts ``jobs`` workers (forked: they inherit the
-plans and the imported modules) and reads their results as they come, so one report is
-written in case order.  Threads stay only for waiting on IO: inside a worker, the runs of
-their own wait for their servers on ``OWN_RUNS_AT_ONCE`` threads beside the long-lived one.
+(``plan.make_plan``), cuts them into units, starts ``jobs`` workers (``pool.Workers``: forked,
+they inherit the plans and the imported modules), hands the units out one at a time and reads
+the results as they come, so one report is written in case order.  Threads stay only for
+waiting on IO: inside a worker, the runs of their own wait for their servers on
+``OWN_RUNS_AT_ONCE`` threads beside the long-lived one.
 
 Each worker builds each target from its spec (``registry.TargetSpec``) once, when it first
 takes a unit of it, keeps its long-lived runs open while it works, and closes them at the end.
@@ -28,15 +29,13 @@ own in full, so no target's time is shared out to hide it.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import queue
-import sys
 import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import Connection
 from typing import Any, Final
 
 from intentref.suite.cases.capabilities import CAPABILITIES, Support
@@ -45,6 +44,7 @@ from intentref.suite.cases.script import ERRORED, UNSUPPORTED, CaseOutcome
 from intentref.suite.cases.values import FixtureError
 from intentref.suite.execution.cpus import usable_cpus
 from intentref.suite.execution.plan import Plan, Unit, make_plan
+from intentref.suite.execution.pool import Gone, Workers
 from intentref.suite.execution.runner import OWN_RUNS_AT_ONCE, Executor, run_units
 from intentref.suite.targets.base import Target, TargetCannotStart, load_instances
 from intentref.suite.targets.registry import TargetSpec
@@ -223,44 +223,25 @@ class _Pool:
         self.on_outcome = on_outcome
         self.stop_on_cannot_start = stop_on_cannot_start
         self.deadline = deadline
-        self.running: dict[int, set[int]] = {}  # worker number -> units it took and has not finished
+        self.running: dict[int, set[int]] = {number: set() for number in range(self.jobs)}  # units taken, unfinished
         self.waiting: list[int] = sorted(self.units)  # units no worker has taken yet
         # Per worker, the time of each target's busy stretch still open, as the workers count
         # its own time: what fair shares add to the seconds its finished stretches took.
-        self.busy: dict[int, Busy] = {}
-        self.pipes: dict[int, Connection] = {}  # worker number -> its end of the pipe
+        self.busy: dict[int, Busy] = {number: Busy(time.monotonic) for number in range(self.jobs)}
 
     def run(self) -> None:
-        # Forked workers inherit the imports and the plans for free; a fork beside other threads
-        # may inherit a lock one of them held, so then they start afresh (D-CNF-054).
-        forkable = sys.platform.startswith("linux") and threading.active_count() == 1
-        context: Any = multiprocessing.get_context("fork" if forkable else "spawn")
         specs = {key: (work.spec, work.plan, work.instances, work.isolate, work.probed)
                  for key, work in self.works.items()}  # fmt: skip
-        processes = []
-        pipes: dict[Connection, int] = {}
-        for number in range(self.jobs):
-            ours, theirs = context.Pipe(duplex=True)
-            process = context.Process(target=_worker_main, args=(number, specs, self.units, theirs),
-                                      name=f"intentref-worker-{number}", daemon=True)  # fmt: skip
-            process.start()
-            theirs.close()
-            processes.append(process)
-            pipes[ours] = number
-            self.pipes[number] = ours
-            self.running[number] = set()
-            self.busy[number] = Busy(time.monotonic)
-        try:
-            self._listen(processes, pipes)
-        finally:
-            for process in processes:
-                if process.is_alive():
-                    process.terminate()
-            for process in processes:
-                process.join(10)
-                if process.is_alive():
-                    process.kill()
-                    process.join()
+        with Workers(self.jobs, _worker_main, specs, self.units) as workers:
+            while workers.running:
+                if self.deadline is not None and time.monotonic() >= self.deadline:
+                    self._abandon(self.deadline_reason)
+                    return
+                for number, message in workers.heard(_POLL_SECONDS):
+                    if isinstance(message, Gone):
+                        self._worker_gone(number, message.status)
+                    else:
+                        self._heard(workers, number, message)
 
     def _next_unit(self, long_lived: bool, slot: int = 0) -> int | None:
         """The unit a worker thread takes next: fair shares of worker time (D-CNF-054).
@@ -284,26 +265,7 @@ class _Pool:
                 return chosen
         return None
 
-    def _listen(self, processes: list[Any], pipes: dict[Connection, int]) -> None:
-        open_pipes = dict(pipes)
-        while open_pipes:
-            timeout = _POLL_SECONDS
-            if self.deadline is not None and time.monotonic() >= self.deadline:
-                self._abandon(self.deadline_reason)
-                return
-            for ready in wait(list(open_pipes), timeout):
-                assert isinstance(ready, Connection)
-                number = open_pipes[ready]
-                try:
-                    message = ready.recv()
-                except (EOFError, OSError):
-                    del open_pipes[ready]
-                    processes[number].join(5)
-                    self._worker_gone(number, processes[number].exitcode)
-                    continue
-                self._heard(number, message)
-
-    def _heard(self, number: int, message: tuple[Any, ...]) -> None:
+    def _heard(self, workers: Workers, number: int, message: tuple[Any, ...]) -> None:
         kind = message[0]
         if kind == "outcome":
             _, key, index, outcome = message
@@ -314,7 +276,7 @@ class _Pool:
             if unit is not None:
                 self.running[number].add(unit)
                 self.busy[number].begin(self.units[unit].spec_key)
-            self.pipes[number].send((slot, unit))
+            workers.send(number, (slot, unit))
         elif kind == "finished":
             _, unit, seconds = message
             self.running[number].discard(unit)
@@ -354,7 +316,7 @@ class _Pool:
                     _report(work, planned.index, CaseOutcome(planned.id, ERRORED, detail=reason), self.on_outcome)
 
 
-def _worker_main(number: int, specs: dict[str, Any], units: dict[int, Unit], pipe: Connection) -> None:
+def _worker_main(pipe: Connection, specs: dict[str, Any], units: dict[int, Unit]) -> None:
     """A worker: ask the parent for units until none is left; send every outcome back as it ends.
 
     Its main thread runs long-lived units (then, when none waits, runs of their own);

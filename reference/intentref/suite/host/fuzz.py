@@ -12,6 +12,7 @@ keeping a step only while the host still breaks a rule it broke before.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import pathlib
 import random
@@ -23,7 +24,14 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
-from intentref.suite.host.judge import Verdict, judge_scenario, judge_scenarios, violation_line
+from intentref.suite.host.judge import (
+    FAILING_LEVELS,
+    ScenarioVerdict,
+    fork_server,
+    judge_scenario,
+    judge_scenarios,
+    violation_line,
+)
 
 ORDER_CORE: Final = {
     "normalizedInput": "查询订单 000123。", "primaryIntent": "查询订单 000123", "requirements": [], "prohibitions": [],
@@ -223,9 +231,7 @@ def simpler(plan: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def broken_rules(verdict: Verdict, level: str) -> set[str]:
-    from intentref.suite.host.judge import FAILING_LEVELS
-
+def broken_rules(verdict: ScenarioVerdict, level: str) -> set[str]:
     return {v.rule for _, v in verdict.violations if v.level in FAILING_LEVELS[level]}
 
 
@@ -256,10 +262,6 @@ def shrink(argv: Sequence[str], plan: dict[str, Any], rules: set[str], ident: st
 
 def run_fuzz(argv: Sequence[str], *, seed: int, count: int, out: pathlib.Path, level: str, timeout: float,
              jobs: int = 2, http: bool = False) -> int:  # fmt: skip
-    import contextlib
-
-    from intentref.suite.host.judge import fork_server
-
     with contextlib.nullcontext(None) if http else fork_server() as fork_socket:
         return _run_fuzz(argv, seed=seed, count=count, out=out, level=level, timeout=timeout, jobs=jobs,
                          fork_socket=fork_socket, http=http)  # fmt: skip

@@ -29,12 +29,12 @@ from intentref.bridge import create_intent_bridge
 from intentref.suite.host import model as scripted
 from intentref.suite.host.judge import (
     DEFAULT_TIMEOUT,
-    Verdict,
     catalogue_paths,
     load_scenario,
     verdict_of,
     wordings_of,
 )
+from intentref.suite.host.judge import ScenarioVerdict as Verdict
 from intentref.suite.host.serve import Recorder, _active_jobs, build_server, suite_instances
 from intentref.suite.host.trace import Run, read_timeline
 

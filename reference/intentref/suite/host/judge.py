@@ -3,13 +3,13 @@
 ``check_command`` finds command-line mistakes before anything runs; ``run_scenario`` runs
 the host once (its server, its model and its request all prepared in a fresh folder) and
 reads back the ``Run``; ``judge_scenarios`` runs every scenario, in both wordings where
-asked, and returns one ``Verdict`` per scenario.
+asked, and returns one ``ScenarioVerdict`` per scenario.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
+import functools
 import json
 import os
 import pathlib
@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from intentref._paths import data_dir
+from intentref.suite.execution.pool import map_in_workers
 from intentref.suite.host.rules import Violation, compare_wordings, judge_run
 from intentref.suite.host.trace import Run, read_timeline
 
@@ -266,7 +267,9 @@ def run_scenario(argv: Sequence[str], scenario: dict[str, Any], wording: str, ti
 
 
 @dataclass
-class Verdict:
+class ScenarioVerdict:
+    """What the judge found on one scenario: the rules the host broke, in which wording."""
+
     scenario: dict[str, Any]
     violations: list[tuple[str, Violation]] = field(default_factory=list)  # (wording, violation)
     seconds: float = 0.0
@@ -289,10 +292,10 @@ def wordings_of(scenario: dict[str, Any]) -> list[str]:
     return ["reference", "alternate"] if wanted == "both" else [wanted]
 
 
-def verdict_of(scenario: dict[str, Any], runs: Sequence[tuple[str, Run]]) -> Verdict:
+def verdict_of(scenario: dict[str, Any], runs: Sequence[tuple[str, Run]]) -> ScenarioVerdict:
     """The verdict on ``scenario`` from its runs, one per wording: each run's rules, then the
     two wordings against each other (D-HST-008).  Every way of running a host ends here."""
-    verdict = Verdict(scenario)
+    verdict = ScenarioVerdict(scenario)
     for wording, run in runs:
         verdict.runs.append(run)
         verdict.seconds += run.seconds
@@ -303,21 +306,25 @@ def verdict_of(scenario: dict[str, Any], runs: Sequence[tuple[str, Run]]) -> Ver
 
 
 def judge_scenario(argv: Sequence[str], scenario: dict[str, Any], timeout: float = DEFAULT_TIMEOUT,
-                   fork_socket: str | None = None, http: bool = False) -> Verdict:  # fmt: skip
+                   fork_socket: str | None = None, http: bool = False) -> ScenarioVerdict:  # fmt: skip
     return verdict_of(scenario, [(wording, run_scenario(argv, scenario, wording, timeout, fork_socket, http))
                                  for wording in wordings_of(scenario)])  # fmt: skip
 
 
 def judge_scenarios(argv: Sequence[str], scenarios: Sequence[dict[str, Any]], *, jobs: int = 2,
                     timeout: float = DEFAULT_TIMEOUT, fork_socket: str | None = None,
-                    http: bool = False) -> list[Verdict]:  # fmt: skip
-    def judged(scenario: dict[str, Any]) -> Verdict:
-        verdict = judge_scenario(argv, scenario, timeout, fork_socket, http)
-        verdict.runs = []  # judged: a run can hold megabytes (over-budget texts), a long fuzz run hundreds
-        return verdict
+                    http: bool = False) -> list[ScenarioVerdict]:  # fmt: skip
+    """Every scenario's verdict, in order, ``jobs`` scenarios at a time on the suite's worker
+    processes (``intentref.suite.execution.pool``)."""
+    judged = functools.partial(_judged, argv, timeout=timeout, fork_socket=fork_socket, http=http)
+    return map_in_workers(judged, scenarios, max(1, jobs))
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(judged, scenarios))
+
+def _judged(argv: Sequence[str], scenario: dict[str, Any], *, timeout: float, fork_socket: str | None,
+            http: bool) -> ScenarioVerdict:  # fmt: skip
+    verdict = judge_scenario(argv, scenario, timeout, fork_socket, http)
+    verdict.runs = []  # judged: a run can hold megabytes (over-budget texts), a long fuzz run hundreds
+    return verdict
 
 
 @contextlib.contextmanager
@@ -341,7 +348,7 @@ def fork_server() -> Iterator[str | None]:
                 process.wait()
 
 
-def violation_line(verdict: Verdict, wording: str, violation: Violation) -> str:
+def violation_line(verdict: ScenarioVerdict, wording: str, violation: Violation) -> str:
     """One line per violation: the rule (and its level), the scenario, the call."""
     suffix = " [alternate wording]" if wording == "alternate" else ""
     return f"{violation.rule} ({violation.level}) {verdict.id}{suffix} {violation.where}: {violation.message}"

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from intentref.suite.host.inprocess import HostCoroutine, judge_in_process
-from intentref.suite.host.judge import Verdict
+from intentref.suite.host.judge import ScenarioVerdict as Verdict
 
 
 @pytest.fixture
