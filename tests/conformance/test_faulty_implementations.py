@@ -32,7 +32,6 @@ from intentref.suite.alterations.faulty import (
     MCP_MODEL,
     REFERENCE,
     faulty_target,
-    run_named,
     target_named,
 )
 from intentref.suite.cases.fixtures import Case, load_cases
@@ -42,6 +41,11 @@ from intentref.suite.execution.runner import execute
 
 Outcomes = dict[str, CaseOutcome]
 TARGETS: tuple[str, ...] = (REFERENCE, MCP_MODEL, *FAULTS)
+
+
+def run_named(name: str, cases: list[Case]) -> list[CaseOutcome]:
+    """The cases against ``target_named(name)``: a picklable job for the test's process pool."""
+    return execute(cases, target_named(name))
 
 
 def _baseline(fault: str) -> str:

@@ -7,10 +7,10 @@ from typing import Any
 
 from intentref.devtools.examples import ORDER_CORE
 from intentref.suite.cases.fixtures import Case
+from intentref.suite.cases.headline import kind_headline
 from intentref.suite.cases.script import FAILED, CaseOutcome
 from intentref.suite.cases.values import History
 from intentref.suite.execution.runner import execute
-from intentref.suite.reports.headline import kind_headline
 from intentref.suite.targets.base import InProcessTarget
 
 _JOB0 = {"jobId": {"$reply": 0, "pointer": "/jobId"}, "stepToken": {"$reply": 0, "pointer": "/stepToken"}}

@@ -10,7 +10,7 @@ import pytest
 
 from intentref import cli
 from intentref import properties as ip
-from intentref.suite.generators.fuzz_cases import CASE_KINDS
+from intentref.suite.properties.fuzz_cases import CASE_KINDS
 
 COUNT = 12
 

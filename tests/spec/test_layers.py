@@ -276,3 +276,52 @@ def test_python_dash_m_intentref_cli_still_runs() -> None:
     done = subprocess.run([sys.executable, "-m", "intentref.cli", "--help"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "conformance" in done.stdout
+
+
+# --------------------------------------------------------------------------- inside the suite
+
+# The suite's subpackages, bottom up, as intentref/suite/__init__.py lists them: each may import
+# the ones before it, never one after (issue 35). ``targets.registry`` alone reaches up, to
+# ``alterations``, for the bundled variant and faulty kinds; it is the one exception.
+SUITE_ORDER = ("usage", "targets", "cases", "alterations", "execution", "reports", "generators", "properties",
+               "host", "commands", "pytest_plugin")  # fmt: skip
+SUITE_EXCEPTIONS = {("intentref.suite.targets.registry", "alterations")}
+
+
+def suite_part(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["intentref", "suite"] else None
+
+
+def upward_suite_imports(graph: dict[str, set[str]]) -> list[str]:
+    found = []
+    for module, targets in graph.items():
+        part = suite_part(module)
+        for target in targets:
+            other = suite_part(target)
+            if part is None or other is None or other == part or (module, other) in SUITE_EXCEPTIONS:
+                continue
+            if SUITE_ORDER.index(other) > SUITE_ORDER.index(part):
+                found.append(f"{module} ({part}) imports {target} ({other})")
+    return sorted(found)
+
+
+def test_the_suites_subpackages_import_only_those_below_them() -> None:
+    modules = package_modules()
+    parts = {suite_part(name) for name in modules} - {None}
+    assert parts == set(SUITE_ORDER), f"a subpackage of the suite missing from SUITE_ORDER: {parts ^ set(SUITE_ORDER)}"
+    assert upward_suite_imports(import_graph(modules)) == []
+
+
+def test_the_suite_order_check_catches_an_import_up() -> None:
+    graph = {"intentref.suite.cases.script": {"intentref.suite.reports.console"},
+             "intentref.suite.targets.registry": {"intentref.suite.alterations.variants"}}  # fmt: skip
+    assert upward_suite_imports(graph) == [
+        "intentref.suite.cases.script (cases) imports intentref.suite.reports.console (reports)"]
+
+
+def test_the_suite_docstring_lists_the_subpackages_in_this_order() -> None:
+    doc = (PACKAGE_DIR / "suite" / "__init__.py").read_text("utf-8")
+    listed = [line.split("``")[1] for line in doc.splitlines() if line.startswith("``")]
+    assert [p for p in listed if p in SUITE_ORDER] == [p for p in SUITE_ORDER if p in listed]
+    assert set(SUITE_ORDER) <= set(listed), sorted(set(SUITE_ORDER) - set(listed))

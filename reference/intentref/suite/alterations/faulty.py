@@ -31,9 +31,6 @@ from typing import Any, Final
 from intentref.bridge import iso_timestamp
 from intentref.core.limits import MAX_CANCEL_DETAIL_BYTES, utf8_length, well_formed
 from intentref.suite.alterations.alteration import Alteration, AlteredTarget, Memory, altered_bridge_factory
-from intentref.suite.cases.fixtures import Case
-from intentref.suite.cases.script import CaseOutcome
-from intentref.suite.execution.runner import execute
 from intentref.suite.targets.base import InProcessTarget
 from intentref.suite.targets.mcp_model import BridgeFactory, McpModelTarget
 
@@ -348,11 +345,6 @@ def target_named(name: str) -> InProcessTarget | AlteredTarget | McpModelTarget:
     if name == MCP_MODEL:
         return McpModelTarget()
     return faulty_target(name)
-
-
-def run_named(name: str, cases: list[Case]) -> list[CaseOutcome]:
-    """The cases against ``target_named(name)``: a picklable job for a process pool."""
-    return execute(cases, target_named(name))
 
 
 def faulty_target(name: str) -> AlteredTarget | McpModelTarget:

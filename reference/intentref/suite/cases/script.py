@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from intentref.mcp.replies import is_bridge_reply
+from intentref.suite.cases.headline import kind_headline
 from intentref.suite.cases.values import FixtureError, History, Mismatch, Unresolved, generate, match
-from intentref.suite.reports.headline import kind_headline
 from intentref.suite.targets.base import ProtocolRefusal, Reply, Run, Session, TargetUnsupported
 
 PASSED, FAILED, UNSUPPORTED, ERRORED = "passed", "failed", "unsupported", "errored"

@@ -23,7 +23,7 @@ placeholders (``<jobId:1>``) or fixture references (``{"$reply": 0, "pointer": "
 
 Texts too large or not well-formed for a plain JSON string (10 MB, lone surrogates) are
 written with the fixture generators ``$repeat``, ``$concat`` and ``$utf16``
-(conformance/README.md).  The writers are ``intentref.suite.generators.fuzz_cases``; the
+(conformance/README.md).  The writers are ``intentref.suite.properties.fuzz_cases``; the
 session walker, which also drives ``intentref properties``'s long campaign, is
 ``intentref.suite.properties.walker``.
 """
@@ -37,7 +37,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from intentref.suite.generators.fuzz_cases import CASE_KINDS, write_cases
+from intentref.suite.properties.fuzz_cases import CASE_KINDS, write_cases
 from intentref.suite.targets.base import CallSession, Reply, Run, Session
 from intentref.suite.targets.options import add_target_arguments, target_from
 from intentref.suite.targets.registry import LARGE_CALL_TIMEOUT, TargetSpec

@@ -47,6 +47,7 @@ from intentref.suite.cases.script import (
 from intentref.suite.cases.values import History, Mismatch, match
 from intentref.suite.execution.plan import POOLED, SUITE, Plan, PlannedCase, Unit, make_plan
 from intentref.suite.targets.base import (
+    OWN_RUNS_AT_ONCE,
     ConfigRejected,
     Run,
     ServerExited,
@@ -56,9 +57,6 @@ from intentref.suite.targets.base import (
     load_instances,
 )
 
-# Runs of their own a worker has open at once beside its long-lived run: most of such a
-# case's time is its server starting or a TTL running out, not CPU (D-CNF-011).
-OWN_RUNS_AT_ONCE: Final = 4
 _OPEN_ATTEMPTS: Final = 3
 # What a configuration case asks each instance when the server starts although the seeds say
 # it must refuse the configuration (D-CNF-051): any input an instance accepts will do.

@@ -45,8 +45,8 @@ from intentref.suite.cases.values import FixtureError
 from intentref.suite.execution.cpus import usable_cpus
 from intentref.suite.execution.plan import Plan, Unit, make_plan
 from intentref.suite.execution.pool import Gone, Workers
-from intentref.suite.execution.runner import OWN_RUNS_AT_ONCE, Executor, run_units
-from intentref.suite.targets.base import Target, TargetCannotStart, load_instances
+from intentref.suite.execution.runner import Executor, run_units
+from intentref.suite.targets.base import OWN_RUNS_AT_ONCE, Target, TargetCannotStart, load_instances
 from intentref.suite.targets.registry import TargetSpec
 
 # Longest a worker's runs of their own wait for its long-lived run to answer its first case.

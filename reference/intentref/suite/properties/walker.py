@@ -1,7 +1,7 @@
 """The session walker: a random walk of Bridge calls with a model of what must come back.
 
 It drives ``intentref properties``'s long campaign against any target, and writes the
-session cases of ``intentref fuzz`` against the reference (``generators.fuzz_cases``).
+session cases of ``intentref fuzz`` against the reference (``properties.fuzz_cases``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """What a run tells its reader: one report model, and one renderer per format.
 
-Conformance, matrix and host runs are each turned into the same model, which is rendered to
-the console, JSON, JUnit and HTML by one renderer each.
+Conformance, matrix and host runs are each turned into the same model (``model``), which is
+rendered by one renderer per format: ``console`` (the summary and live progress), ``output``
+(JSON files), ``junit``, ``html`` and the matrix's ``badges``; ``conformance`` holds the
+report schema and the entry points ``intentref conformance`` calls.
 
 What it may import: ``cases``, ``targets.base`` and the layers below the suite.
 """

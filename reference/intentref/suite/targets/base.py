@@ -29,6 +29,11 @@ DEFAULT_TIMEOUT: Final = 10.0
 STDERR_TAIL: Final = 64 * 1024
 
 
+# Runs of their own a worker has open at once beside its long-lived run: most of such a
+# case's time is its server starting or a TTL running out, not CPU (D-CNF-011). Here, below
+# the runner, because the targets size their lanes and prefetched servers by it.
+OWN_RUNS_AT_ONCE: Final = 4
+
 class TargetUnsupported(Exception):
     """The target cannot do what the case needs (an option, a value its transport cannot carry).
 

@@ -26,9 +26,9 @@ from typing import IO, Any, Final
 import httpx2
 from mcp.client.streamable_http import streamable_http_client
 
-from intentref.suite.execution.runner import OWN_RUNS_AT_ONCE
 from intentref.suite.targets.base import (
     DEFAULT_TIMEOUT,
+    OWN_RUNS_AT_ONCE,
     REFERENCE_CAPABILITIES,
     Run,
     Session,

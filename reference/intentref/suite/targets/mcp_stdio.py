@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from intentref.suite.execution.runner import OWN_RUNS_AT_ONCE
 from intentref.suite.targets.base import (
     DEFAULT_TIMEOUT,
+    OWN_RUNS_AT_ONCE,
     REFERENCE_CAPABILITIES,
     PlannedRun,
     Run,
