@@ -30,6 +30,7 @@ BROKEN_HOSTS = {
     "leaves_job_open": ("R-HST-013", ["HST-011"], "left 1 active job"),
     "incomplete_as_refusal": ("R-HST-003", ["HST-010"], '"refusal", not "incomplete"'),
     "gives_up_on_repair": ("R-HST-015", ["HST-004"], "instead of submitting"),
+    "stops_on_a_task": ("R-HST-016", ["HST-001", "HST-004"], "stopped on this core task"),
 }
 
 

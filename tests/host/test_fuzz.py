@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import jsonschema
 
@@ -37,12 +38,19 @@ def test_the_python_host_passes_drawn_scenarios_at_reference_level(tmp_path):
 
 def test_a_broken_host_is_caught_and_its_failure_shrunk_to_a_replayable_file(tmp_path):
     command = python_command(BROKEN / "stale_token.py")
-    done = run_judge("--command", command, "--fuzz", "--seed", "1", "--count", "4", "--out", str(tmp_path))
+    out = tmp_path / "not" / "there" / "yet"  # --out is made when it does not exist (issue 38)
+    done = run_judge("--command", command, "--fuzz", "--seed", "1", "--count", "4", "--out", str(out))
     assert done.returncode == 1, done.stdout + done.stderr
     assert "R-HST-007 (normative) FUZZ-1-" in done.stdout
-    written = tmp_path / "host-fuzz-seed1.json"
+    written = out / "host-fuzz-seed1.json"
     scenario = json.loads(written.read_text("utf-8"))
     jsonschema.Draft202012Validator(scenario_schema()).validate(scenario)
+    # The file says what it is: the id the tool printed, where it was shrunk from, and the
+    # rule it catches as its requirement (issue 38).
+    shrunk = re.search(r"shrunk (FUZZ-1-\d+) to (FUZZ-1-\d+-shrunk) in ", done.stdout)
+    assert shrunk and scenario["id"] == shrunk.group(2) == f"{shrunk.group(1)}-shrunk", done.stdout
+    assert scenario["title"].endswith(f"(shrunk from {shrunk.group(1)})")
+    assert scenario["requirements"] == ["R-HST-007"]
     # Shrunk: no fault, one wording, no context, no over-budget text — none of it is needed to
     # show a stale token — and at most the three model runs a stale token needs (two tasks).
     assert scenario["server"] == {"wordings": "reference", "faults": []}
@@ -51,4 +59,4 @@ def test_a_broken_host_is_caught_and_its_failure_shrunk_to_a_replayable_file(tmp
     assert 2 <= len(scenario["model"]) <= 3
     replay = run_judge("--command", command, "--scenario", str(written))
     assert replay.returncode == 1
-    assert "R-HST-007 (normative) FUZZ-1-shrunk call 3 intent_accept" in replay.stdout
+    assert f"R-HST-007 (normative) {scenario['id']} call 3 intent_accept" in replay.stdout

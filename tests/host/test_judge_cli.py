@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from tests.host.host_support import PYTHON_HOST, python_command, run_judge, scenario_path
+from tests.host.host_support import NODE, PYTHON_HOST, python_command, run_judge, scenario_path
 
 GOOD = python_command(PYTHON_HOST)
 
@@ -57,13 +57,19 @@ def test_a_scenario_file_that_breaks_the_schema_is_a_command_line_mistake(tmp_pa
 
 
 def _shell_host(script: str) -> str:
-    """A host that is one shell command: it ignores the server and the model."""
+    """A host that is one shell command: it ignores the model, and the server too."""
     return f"/bin/sh -c {shlex.quote(script)} host {{server}} {{model}} {{request}}"
+
+
+def _reaching_host(script: str) -> str:
+    """A one-command host that first starts the server it is given (and closes it at once):
+    it reaches the server, so the judge judges what it does next."""
+    return _shell_host(f'eval "$1" </dev/null >/dev/null 2>&1; {script}')
 
 
 def test_a_host_that_prints_no_reply_breaks_the_contract(tmp_path):
     report_file, html_file = tmp_path / "r.json", tmp_path / "r.html"
-    done = run_judge("--command", _shell_host("echo not json"), "--scenario", str(scenario_path("HST-002")),
+    done = run_judge("--command", _reaching_host("echo not json"), "--scenario", str(scenario_path("HST-002")),
                      "--json", str(report_file), "--html", str(html_file), timeout=120)  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
     violations = json.loads(report_file.read_text("utf-8"))["scenarios"][0]["violations"]
@@ -78,7 +84,7 @@ def test_a_host_that_prints_no_reply_breaks_the_contract(tmp_path):
 def test_a_host_that_prints_an_invented_reply_is_caught(tmp_path):
     invented = json.dumps({"kind": "error", "error": "not an object"})
     report_file = tmp_path / "r.json"
-    done = run_judge("--command", _shell_host(f"echo {shlex.quote(invented)}"), "--scenario",
+    done = run_judge("--command", _reaching_host(f"echo {shlex.quote(invented)}"), "--scenario",
                      str(scenario_path("HST-002")), "--json", str(report_file), timeout=120)  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
     rules = {v["rule"] for v in json.loads(report_file.read_text("utf-8"))["scenarios"][0]["violations"]}
@@ -88,7 +94,7 @@ def test_a_host_that_prints_an_invented_reply_is_caught(tmp_path):
 def test_a_host_that_never_exits_is_stopped_and_reported(tmp_path):
     report_file = tmp_path / "r.json"
     started = time.monotonic()
-    done = run_judge("--command", _shell_host("sleep 60"), "--scenario", str(scenario_path("HST-002")),
+    done = run_judge("--command", _reaching_host("sleep 60"), "--scenario", str(scenario_path("HST-002")),
                      "--timeout", "2", "--json", str(report_file), timeout=120)  # fmt: skip
     assert done.returncode == 1
     assert time.monotonic() - started < 40
@@ -96,15 +102,57 @@ def test_a_host_that_never_exits_is_stopped_and_reported(tmp_path):
     assert ("D-HST-001", "the host did not exit within the time limit") in {(v["rule"], v["message"]) for v in violations}
 
 
-def test_a_host_that_exits_without_a_reply_is_not_a_contract_break_but_differs_from_the_reference(tmp_path):
+@pytest.mark.parametrize(
+    ("host", "said"),
+    [(_shell_host("exit 1"), "exit status 1; no stderr"),
+     (f"{NODE} no-such-host.mjs {{server}} {{model}} {{request}}", "Cannot find module"),
+     (f"{sys.executable} no_such_host.py {{server}} {{model}} {{request}}", "No such file or directory")],
+)  # fmt: skip
+def test_a_host_that_never_reaches_the_server_cannot_run_status_3(tmp_path, host, said):
+    # Issue 38: such a host "passed" every scenario; it is a target that could not start.
     report_file = tmp_path / "r.json"
-    done = run_judge("--command", _shell_host("exit 1"), "--scenario", str(scenario_path("HST-002")),
+    done = run_judge("--command", host, "--json", str(report_file), timeout=300)
+    assert done.returncode == 3, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("intentref host: the host never reached the server"), done.stderr
+    assert said in lines[0]
+    assert "pass" not in done.stdout and not report_file.exists()
+
+
+def test_a_fuzz_run_of_a_host_that_never_reaches_the_server_is_status_3(tmp_path):
+    done = run_judge("--command", _shell_host("exit 1"), "--fuzz", "--count", "2", "--out", str(tmp_path), timeout=300)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "never reached the server" in done.stderr and "pass" not in done.stdout
+
+
+def test_a_host_that_reaches_the_server_and_stops_is_judged_by_the_loop_rule(tmp_path):
+    report_file = tmp_path / "r.json"
+    done = run_judge("--command", _reaching_host("exit 1"), "--scenario", str(scenario_path("HST-002")),
                      "--json", str(report_file), timeout=120)  # fmt: skip
-    # Stopping at once is allowed by the seed (nothing was held): it passes at normative level...
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == 1, done.stdout + done.stderr
     violations = json.loads(report_file.read_text("utf-8"))["scenarios"][0]["violations"]
-    # ...and the reference-level note says it did not reach the reference host's outcome.
-    assert [(v["rule"], v["level"]) for v in violations] == [("D-HST-009", "reference")]
+    assert ("R-HST-016", "normative") in {(v["rule"], v["level"]) for v in violations}
+    assert "prepared no job and exited with status 1" in done.stdout
+
+
+def test_help_names_no_internal_reference():
+    done = run_judge("--help", timeout=60)
+    assert done.returncode == 0 and "issue" not in done.stdout.lower() and "--command" in done.stdout
+
+
+def _unreached_run():
+    from intentref.suite.host.trace import Run
+
+    return Run("HST-002", "reference", [], {}, 1, "", "x\nError: Cannot find module '/tmp/hots.mjs'\n    at Module._x (y:1)\n", 0.1)
+
+
+def test_the_one_line_quotes_the_stderr_line_that_names_the_error():
+    from intentref.suite.host.judge import ScenarioVerdict, never_ran, verdict_of
+
+    verdict = verdict_of({"id": "HST-002", "server": {"wordings": "reference"}}, [("reference", _unreached_run())])
+    line = never_ran([verdict])
+    assert line == "the host never reached the server in any scenario: exit status 1; stderr: Error: Cannot find module '/tmp/hots.mjs'"
+    assert never_ran([verdict, ScenarioVerdict({"id": "HST-001", "server": {"wordings": "reference"}})]) is None
 
 
 def test_without_its_fork_server_the_launcher_starts_the_server_the_slow_way(tmp_path):

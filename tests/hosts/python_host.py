@@ -4,7 +4,7 @@
     python python_host.py --url URL --model "MODEL COMMAND" --request FILE      (streamable HTTP)
 
 It is the host loop README links (tests/mcp/host_loop_example.py) carried through to every
-rule ``intentref host`` judges (R-HST-001 … R-HST-015) and the reference's own choices
+rule ``intentref host`` judges (R-HST-001 … R-HST-016) and the reference's own choices
 (D-HST-003 … D-HST-006).  Each decision a host makes is one small method, so that each
 broken host of ``tests/hosts/broken/`` overrides exactly one of them.
 

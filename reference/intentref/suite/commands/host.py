@@ -1,11 +1,13 @@
-"""``intentref host``: judge a host of the protocol by what it does (issue 26).
+"""``intentref host``: judge a host of the protocol by what it does.
 
     intentref host --command "my-host --server {server} --model {model} --request {request}"
                    [--scenario FILE ...] [--level normative|reference] [--json F] [--junit F] [--html F]
                    [--fuzz --seed N --count K [--out DIR]]
 
 Exit status: 0 when every scenario passes at the chosen level, 1 when one fails, 2 for a
-command-line mistake (reported in one line before anything runs).
+command-line mistake (reported in one line before anything runs), 3 when the host never
+reached the server in any scenario (a host that cannot run: one line with its exit status
+and the end of its stderr).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
 
 USAGE_STATUS: Final = 2
 FAIL_STATUS: Final = 1
+CANNOT_RUN_STATUS: Final = 3  # as `intentref conformance` says of a target that could not start
 # The rules a host is judged by, for the reader of its report.
 RULES_NOTE: Final = ("Rules: seed 000's host rules (R-HST, normative), the contract (D-HST-001) and the reference "
                      "host's choices (D-HST, reference).")  # fmt: skip
@@ -78,8 +81,10 @@ def run(args: argparse.Namespace) -> int:
                     "--fuzz draws its own scenarios: give --scenario or --fuzz, not both"
                 )
             out = pathlib.Path(args.out)
-            if not out.is_dir():
-                raise judge.UsageProblem(f"--out {args.out}: not a folder")
+            try:  # a folder that does not exist yet is made, as --json makes its file
+                out.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise judge.UsageProblem(f"--out {args.out}: cannot make the folder: {exc.strerror}") from None
             from intentref.suite.host import fuzz
 
             return fuzz.run_fuzz(argv, seed=args.seed, count=args.count, out=out, level=args.level,
@@ -93,6 +98,9 @@ def run(args: argparse.Namespace) -> int:
     with contextlib.nullcontext(None) if args.http else judge.fork_server() as fork_socket:
         verdicts = judge.judge_scenarios(argv, scenarios, jobs=args.jobs, timeout=args.timeout, fork_socket=fork_socket,
                                          http=args.http)  # fmt: skip
+    if (line := judge.never_ran(verdicts)) is not None:
+        print(f"intentref host: {line}", file=sys.stderr)
+        return CANNOT_RUN_STATUS
     report = host_report(args.command, verdicts, args.level, time.monotonic() - started)
     console.print_scenarios(report)
     if args.json_out:

@@ -1,4 +1,4 @@
-"""``intentref host``: a judge for the other side of the protocol (issue 26).
+"""``intentref host``: a judge for the other side of the protocol.
 
 A host calls the three tools and runs a model for each task.  The judge serves it the
 reference Bridge through a recording proxy (``serve``), gives it a scripted model

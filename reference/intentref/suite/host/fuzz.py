@@ -30,6 +30,7 @@ from intentref.suite.host.judge import (
     fork_server,
     judge_scenario,
     judge_scenarios,
+    never_ran,
     violation_line,
 )
 
@@ -193,6 +194,17 @@ def scenario_of(plan: dict[str, Any], ident: str) -> dict[str, Any]:
     }
 
 
+def shrunk_scenario(plan: dict[str, Any], ident: str, origin: str, rules: set[str]) -> dict[str, Any]:
+    """The scenario a shrunk plan stands for, saying where it came from and which rules it
+    catches: its own title (of the shrunk plan), its id as printed, the rules as requirements
+    and decisions (issue 38)."""
+    scenario = scenario_of(plan, ident)
+    scenario["title"] = f"{describe(plan)} (shrunk from {origin})"
+    scenario["requirements"] = sorted(rule for rule in rules if rule.startswith("R-"))
+    scenario["decisions"] = sorted({*scenario["decisions"], *(rule for rule in rules if rule.startswith("D-"))})
+    return scenario
+
+
 def describe(plan: dict[str, Any]) -> str:
     parts = [f"instance {plan['instance']}"]
     for stage, stage_plan in plan["stages"].items():
@@ -272,6 +284,9 @@ def _run_fuzz(argv: Sequence[str], *, seed: int, count: int, out: pathlib.Path, 
     drawn = draw_plans(seed, count)
     scenarios = [scenario_of(plan, f"FUZZ-{seed}-{i + 1}") for i, plan in enumerate(drawn)]
     verdicts = judge_scenarios(argv, scenarios, jobs=jobs, timeout=timeout, fork_socket=fork_socket, http=http)
+    if (line := never_ran(verdicts)) is not None:
+        print(f"intentref host: {line}", file=sys.stderr)
+        return 3  # the host cannot run: the status of a target that could not start
     failing = [(plan, verdict) for plan, verdict in zip(drawn, verdicts, strict=True) if verdict.failed(level)]
     for _, verdict in failing:
         for wording, violation in verdict.violations:
@@ -281,11 +296,12 @@ def _run_fuzz(argv: Sequence[str], *, seed: int, count: int, out: pathlib.Path, 
     if not failing:
         return 0
     plan, verdict = failing[0]
-    ident = f"FUZZ-{seed}-shrunk"
-    smallest = shrink(argv, plan, broken_rules(verdict, level), ident, level=level, timeout=timeout,
-                      fork_socket=fork_socket, http=http)
+    ident = f"{verdict.id}-shrunk"
+    rules = broken_rules(verdict, level)
+    smallest = shrink(argv, plan, rules, ident, level=level, timeout=timeout, fork_socket=fork_socket, http=http)
     path = out / f"host-fuzz-seed{seed}.json"
-    path.write_text(json.dumps(scenario_of(smallest, ident), ensure_ascii=False, indent=2) + "\n", "utf-8")
-    print(f"shrunk {verdict.id} to {path}; replay it with: intentref host --command ... --scenario {path}")
+    path.write_text(json.dumps(shrunk_scenario(smallest, ident, verdict.id, rules), ensure_ascii=False, indent=2)
+                    + "\n", "utf-8")  # fmt: skip
+    print(f"shrunk {verdict.id} to {ident} in {path}; replay it with: intentref host --command ... --scenario {path}")
     sys.stdout.flush()
     return 1

@@ -28,7 +28,7 @@ from typing import Any, Final
 
 from intentref._paths import data_dir
 from intentref.suite.execution.pool import map_in_workers
-from intentref.suite.host.rules import Violation, compare_wordings, judge_run
+from intentref.suite.host.rules import Violation, compare_wordings, judge_run, reached_server
 from intentref.suite.host.trace import Run, read_timeline
 
 PLACEHOLDERS: Final = ("server", "model", "request")
@@ -274,6 +274,9 @@ class ScenarioVerdict:
     violations: list[tuple[str, Violation]] = field(default_factory=list)  # (wording, violation)
     seconds: float = 0.0
     runs: list[Run] = field(default_factory=list)
+    # One line per run in which the host never reached the server (its exit and the end of
+    # its stderr): kept when the runs are dropped, for the one line of a host that cannot run.
+    unreached: list[str] = field(default_factory=list)
 
     @property
     def id(self) -> str:
@@ -299,10 +302,39 @@ def verdict_of(scenario: dict[str, Any], runs: Sequence[tuple[str, Run]]) -> Sce
     for wording, run in runs:
         verdict.runs.append(run)
         verdict.seconds += run.seconds
+        if not reached_server(run):
+            verdict.unreached.append(_how_it_ended(run))
         verdict.violations.extend((wording, v) for v in judge_run(run, scenario.get("expect")))
     if len(verdict.runs) == 2:
         verdict.violations.extend(("alternate", v) for v in compare_wordings(*verdict.runs))
     return verdict
+
+
+# How much of a host's stderr the one line of a host that never ran quotes: the line that
+# names what went wrong ("Error: Cannot find module ...", "ModuleNotFoundError: ..."), not a
+# whole traceback.
+STDERR_TAIL_CHARACTERS: Final = 300
+
+
+def _telling_line(stderr: str) -> str:
+    """The last line of ``stderr`` that names an error, not a stack frame; else its last line."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if "error" in line.lower() and not line.startswith(("at ", "File "))]
+    return (errors or lines or [""])[-1][:STDERR_TAIL_CHARACTERS]
+
+
+def _how_it_ended(run: Run) -> str:
+    ended = "it was stopped at the time limit" if run.timed_out else f"exit status {run.host_exit}"
+    said = _telling_line(run.host_stderr)
+    return f"{ended}; stderr: {said}" if said else f"{ended}; no stderr"
+
+
+def never_ran(verdicts: Sequence[ScenarioVerdict]) -> str | None:
+    """The one line for a host that reached the server in no run at all (issue 38): a host that
+    cannot run is a target that could not start, not a host that passes every scenario."""
+    if not verdicts or not all(v.unreached and len(v.unreached) == len(wordings_of(v.scenario)) for v in verdicts):
+        return None
+    return f"the host never reached the server in any scenario: {verdicts[0].unreached[0]}"
 
 
 def judge_scenario(argv: Sequence[str], scenario: dict[str, Any], timeout: float = DEFAULT_TIMEOUT,

@@ -139,6 +139,26 @@ def next_action(run: Run, index: int, job_id: Any) -> tuple[int, Call | ModelRun
     return None
 
 
+def what_followed(following: tuple[int, Call | ModelRun] | None) -> str:
+    """What the host did next, in words, for a message that says what it did, not only what it
+    did not (issue 38): a host that moved on to a new job is told so."""
+    if following is None:
+        return "it did nothing more for that job"
+    event = following[1]
+    if isinstance(event, ModelRun):
+        return f"it ran its model ({event.where()})"
+    if event.tool == PREPARE_TOOL:
+        return "it prepared a new job instead"
+    if event.tool == ACCEPT_TOOL:
+        return "it submitted again without asking its model"
+    return f"it called {event.tool} on that job instead"
+
+
+def reached_server(run: Run) -> bool:
+    """Whether the host reached the judge's server at all in ``run``: a connection or a call."""
+    return bool(run.connections) or bool(run.calls)
+
+
 def printed_reply(run: Run) -> Any:
     """What the host printed on exit 0, parsed, or the string itself when it is not JSON."""
     text = run.host_stdout.strip()
@@ -399,8 +419,31 @@ def produced_candidate_submitted(run: Run) -> Iterator[Violation]:
                             "cancelled the job instead of submitting the candidate it was given")  # fmt: skip
 
 
+@rule("R-HST-016")
+def loop_runs_to_its_end(run: Run) -> Iterator[Violation]:
+    """spec: R-HST-016 -- seed 000 (完整 Bridge 流程): the loop stops at a result or an error.
+    Judged only where nothing gave the host a reason to stop: every model run answered, no call
+    was faulted, the host ended on its own; a candidate it held and never submitted is R-HST-015's."""
+    if run.timed_out or run.faulted or not reached_server(run) or any(m.exit != 0 for m in run.model_runs):
+        return
+    if not run.calls:
+        yield Violation("R-HST-016", "outcome", f"the host connected, prepared no job and exited with status {run.host_exit}")
+        return
+    last = len(run.timeline) - 1 - next(i for i, e in enumerate(reversed(run.timeline)) if isinstance(e, Call))
+    call = run.timeline[last]
+    assert isinstance(call, Call)
+    if is_task(call.reply) and not any(isinstance(e, ModelRun) for e in run.timeline[last + 1:]):
+        yield Violation("R-HST-016", call.where(run.connection_order),
+                        f"the host stopped on this {call.reply.get('stage')} task: it ran no model for it, submitted "
+                        f"nothing and exited with status {run.host_exit}")  # fmt: skip
+
+
 @rule("D-HST-001")
 def host_contract(run: Run) -> Iterator[Violation]:
+    if not reached_server(run):  # it cannot be judged by what it did: it did nothing (issue 38)
+        ended = "was stopped at the time limit" if run.timed_out else f"exited with status {run.host_exit}"
+        yield Violation("D-HST-001", "outcome", f"the host never reached the server: it {ended}")
+        return
     if run.timed_out and not run.faulted:
         yield Violation("D-HST-001", "outcome", "the host did not exit within the time limit")
     if run.host_exit == 0:
@@ -439,7 +482,8 @@ def size_rejection_retried(run: Run) -> Iterator[Violation]:
             following = next_action(run, index, event.job_id)
             if following is None or not isinstance(following[1], ModelRun):
                 yield Violation("D-HST-004", event.where(run.connection_order),
-                                "after a size rejection the host did not ask its model again")  # fmt: skip
+                                f"after a size rejection the host did not ask its model again for that job: "
+                                f"{what_followed(following)}")  # fmt: skip
 
 
 @rule("D-HST-005")
