@@ -125,7 +125,7 @@ def run_case(case: dict[str, Any], run: Run, transport: str) -> CaseOutcome:
                 if name in sessions:
                     closing = sessions.pop(name)
                     closing.close()
-                    closing.record_into(None)
+                    recording.detach(closing)
                 history.replies.append(None)
                 history.texts.append(None)
                 continue
@@ -184,7 +184,7 @@ def run_case(case: dict[str, Any], run: Run, transport: str) -> CaseOutcome:
             # (D-CNF-002); an explicit close step above really closes.
             with contextlib.suppress(Exception):
                 session.release()
-            session.record_into(None)  # a kept connection records nothing for the next case
+            recording.detach(session)
     if refused and outcome.outcome in (PASSED, FAILED) and not outcome.detail:
         outcome.detail = "; ".join(refused)
     outcome.replies = history.replies
