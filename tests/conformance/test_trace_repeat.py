@@ -102,6 +102,24 @@ def test_a_failed_case_over_stdio_carries_the_json_rpc_messages_in_json_and_html
     assert "Messages exchanged (" in page and "tools/call" in page and "intent_prepare" in page
 
 
+HARNESS = f"{sys.executable} -m intentref.suite.targets.harness_reference"
+
+
+@pytest.mark.parametrize(("flags", "transport"), [(("--http-reference",), "mcp"), (("--harness", HARNESS), "harness")])
+def test_a_failed_case_over_http_or_a_harness_carries_what_went_over_the_wire(
+        tmp_path: Path, flags: tuple[str, ...], transport: str) -> None:  # fmt: skip
+    cases = _wrong_fixture(tmp_path / "cases")
+    done, document = _conformance(tmp_path, *flags, "--cases", str(cases), "--trace", "--jobs", "1")
+    assert done.returncode == 1
+    trace = _case(document, "BRG-0001")["trace"]
+    assert trace["transport"] == transport
+    first, answer = trace["messages"][0]["message"], trace["messages"][1]["message"]
+    if transport == "mcp":  # streamable HTTP on 127.0.0.1: the JSON-RPC bodies
+        assert first["method"] == "tools/call" and answer["result"]["structuredContent"]["stage"] == "core"
+    else:  # the harness's JSON lines, as written and read
+        assert first["op"] == "prepare" and answer["id"] == first["id"] and answer["reply"]["stage"] == "core"
+
+
 def test_an_outside_sdk_servers_failed_case_carries_its_json_rpc_messages(tmp_path: Path) -> None:
     # typed_mcpserver.py decodes a text context "[]" as a list (D-CNF-059): TSK-0049 fails on it.
     server = f"{sys.executable} {OUTSIDE / 'typed_mcpserver.py'} --config {{config}}"
