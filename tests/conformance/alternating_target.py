@@ -27,13 +27,9 @@ def _nth_time() -> int:
     return count
 
 
-class _AlternatingSession:
+class _AlternatingSession(Session):
     def __init__(self, inner: Session) -> None:
         self._inner = inner
-        self.accept = inner.accept
-        self.cancel = inner.cancel
-        self.close = inner.close
-        self.release = inner.release
 
     def prepare(self, request: Any) -> Reply:
         reply = self._inner.prepare(request)
@@ -41,13 +37,25 @@ class _AlternatingSession:
             return Reply({**reply.value, "stage": "data"})
         return reply
 
+    def accept(self, request: Any) -> Reply:
+        return self._inner.accept(request)
+
+    def cancel(self, request: Any) -> Reply:
+        return self._inner.cancel(request)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def release(self) -> None:
+        self._inner.release()
+
 
 class _AlternatingRun:
     def __init__(self, inner: Run) -> None:
         self._inner = inner
 
     def connect(self) -> Session:
-        return _AlternatingSession(self._inner.connect())  # type: ignore[return-value]
+        return _AlternatingSession(self._inner.connect())
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

@@ -66,16 +66,9 @@ def _kept(value: Any, cut: list[int]) -> Any:
     return value
 
 
-def _record_into(session: Any, tap: Tap | None) -> bool:
-    # A user's run may hand out sessions that are not ``Session``s (duck-typed): those record
-    # nothing at their transport and are wrapped instead.
-    record_into = getattr(session, "record_into", None)
-    return bool(record_into(tap)) if record_into is not None else False
-
-
-def detach(session: Any) -> None:
+def detach(session: Session) -> None:
     """Stop ``session``'s transport recording: a connection kept for the next case records nothing there."""
-    _record_into(session, None)
+    session.record_into(None)
 
 
 class Recorder:
@@ -111,7 +104,7 @@ class Recorder:
 
     def attach(self, session: Session, name: str) -> Session:
         """``session``, recording into this recorder: at its transport when it can, else its calls."""
-        if _record_into(session, self.tap(name)):
+        if session.record_into(self.tap(name)):
             return session
         return RecordingSession(session, self.tap(name))
 
