@@ -170,11 +170,11 @@ def test_a_trace_is_bounded_and_keeps_no_credentials() -> None:
 
 
 def test_repeat_reports_a_case_answered_wrongly_every_other_run_as_flaky(tmp_path: Path) -> None:
-    junit = tmp_path / "report.xml"
+    junit, html = tmp_path / "report.xml", tmp_path / "report.html"
     counter = tmp_path / "counter"
     done, document = _conformance(
         tmp_path, "--target", "python:tests.conformance.alternating_target:alternating", "--only", "BRG-0001",
-        "--only", "BRG-0028", "--repeat", "3", "--jobs", "2", "--trace", "--junit", str(junit),
+        "--only", "BRG-0028", "--repeat", "3", "--jobs", "2", "--trace", "--junit", str(junit), "--html", str(html),
         env={"ALTERNATING_COUNTER": str(counter)},
     )  # fmt: skip
     assert counter.read_text("utf-8") == "3"  # the flipped prepare was asked once per run
@@ -187,6 +187,7 @@ def test_repeat_reports_a_case_answered_wrongly_every_other_run_as_flaky(tmp_pat
     assert steady["outcome"] == PASSED and "flaky" not in steady
     assert document["runInfo"]["repeat"] == 3 and document["summary"]["total"] == 2
     assert "Flaky (1)" in done.stdout and "BRG-0001: passed, failed, passed" in done.stdout
+    assert 'class="flaky">flaky: passed, failed, passed<' in html.read_text("utf-8")
     testcase = next(t for t in ET.parse(junit).iter("testcase") if t.get("name") == "BRG-0001")
     assert testcase.find("failure") is not None
     assert [(p.get("name"), p.get("value")) for p in testcase.iter("property")] == [("flaky", "passed, failed, passed")]
