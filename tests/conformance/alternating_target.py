@@ -1,4 +1,4 @@
-"""A server that answers one case wrongly on every other run: what ``--repeat`` calls flaky (D-CNF-062).
+"""A server that answers one case wrongly on every other run: what ``--repeat`` calls flaky (D-CNF-065).
 
 The reference in process, except that the prepare of ``FLIPPED_INPUT`` (BRG-0001's order query)
 comes back as a ``data`` task instead of a ``core`` one on every second such prepare.  The

@@ -1,4 +1,4 @@
-"""``--trace`` and ``--repeat N`` (issue 39 item 4; D-CNF-061, D-CNF-062).
+"""``--trace`` and ``--repeat N`` (issue 39 item 4; D-CNF-064, D-CNF-065).
 
 A failure an implementer can debug from the CI log alone: a failed case of a real faulty
 implementation carries the messages it exchanged (in process: calls and replies; over stdio,
@@ -95,7 +95,7 @@ def test_a_failed_case_over_stdio_carries_the_json_rpc_messages_in_json_and_html
     assert sent["params"]["name"] == "intent_prepare"
     assert sent["params"]["arguments"] == {"instance": "order", "input": "查询订单 000123"}
     assert received["id"] == sent["id"] and received["result"]["structuredContent"]["stage"] == "core"
-    # The task's instructions are longer than a string is kept (D-CNF-061): shortened, and said so.
+    # The task's instructions are longer than a string is kept (D-CNF-064): shortened, and said so.
     assert "more bytes)" in received["result"]["structuredContent"]["instructions"]
     assert "truncated" in messages[1]
     page = html.read_text("utf-8")
@@ -178,7 +178,7 @@ def test_repeat_reports_a_case_answered_wrongly_every_other_run_as_flaky(tmp_pat
         env={"ALTERNATING_COUNTER": str(counter)},
     )  # fmt: skip
     assert counter.read_text("utf-8") == "3"  # the flipped prepare was asked once per run
-    assert done.returncode == 1  # D-CNF-062: one of its runs failed
+    assert done.returncode == 1  # D-CNF-065: one of its runs failed
     flaky = _case(document, "BRG-0001")
     assert flaky["flaky"] == [PASSED, FAILED, PASSED]
     assert flaky["outcome"] == FAILED and flaky["failedStep"] == 0  # the failing run stands, with its diff

@@ -37,9 +37,9 @@ class CaseOutcome:
     # How late a step was answered at most, against the time the case meant it to run (the
     # sleeps before it), in milliseconds: what a timing precondition is judged by (D-CNF-058).
     late_ms: float = 0.0
-    # With --trace, a failed or errored case's messages to and from the target (D-CNF-061).
+    # With --trace, a failed or errored case's messages to and from the target (D-CNF-064).
     trace: dict[str, Any] | None = None
-    # With --repeat, each repetition's outcome when they differ (D-CNF-062).
+    # With --repeat, each repetition's outcome when they differ (D-CNF-065).
     flaky: list[str] = field(default_factory=list)
 
 
@@ -110,7 +110,7 @@ def run_case(case: dict[str, Any], run: Run, transport: str) -> CaseOutcome:
     refused: list[str] = []  # steps the protocol layer refused where a refusal is allowed
     index = 0
     meant_ms = 0.0  # when the case means the current step to run, after its first one
-    recorder = recording.Recorder(transport) if recording.enabled() else None  # spec: D-CNF-061
+    recorder = recording.Recorder(transport) if recording.enabled() else None  # spec: D-CNF-064
     try:
         for index, step in enumerate(case["steps"]):
             op = step["op"]

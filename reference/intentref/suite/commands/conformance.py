@@ -87,10 +87,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     out.add_argument("--html", metavar="FILE", help="write a self-contained HTML page")
     out.add_argument("--trace", action="store_true",
                      help="keep the messages each failed or errored case exchanged, with timings, "
-                          "in the JSON and HTML reports (D-CNF-061)")  # fmt: skip
+                          "in the JSON and HTML reports (D-CNF-064)")  # fmt: skip
     chosen.add_argument("--repeat", type=worker_count, default=1, metavar="N",
                         help="run the selection N times; a case whose outcome changes is reported "
-                             "flaky and fails the run when one of its runs failed (D-CNF-062)")  # fmt: skip
+                             "flaky and fails the run when one of its runs failed (D-CNF-065)")  # fmt: skip
 
     p.add_argument("--write-mjs", action="store_true", help="maintenance: regenerate conformance/instances.mjs")
     p.add_argument("--check", action="store_true", help="with --write-mjs: exit 1 if instances.mjs is stale")
@@ -272,9 +272,9 @@ def _run(args: argparse.Namespace) -> int:
     from intentref.suite.targets import recording
 
     tracing_before = recording.enabled()
-    recording.enable(args.trace or tracing_before)  # spec: D-CNF-061, seen by the workers too
+    recording.enable(args.trace or tracing_before)  # spec: D-CNF-064, seen by the workers too
     try:
-        for repetition in range(args.repeat):  # spec: D-CNF-062 -- each a full run, as without --repeat
+        for repetition in range(args.repeat):  # spec: D-CNF-065 -- each a full run, as without --repeat
             with _progress(console, cases, _repetition_name(repetition, args.repeat)) as advance:
 
                 def on_outcome(case: Any, outcome: Any) -> None:

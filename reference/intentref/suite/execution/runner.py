@@ -284,13 +284,13 @@ def _own_configuration(case: Case, instances: dict[str, Any]) -> tuple[dict[str,
 
 # --------------------------------------------------------------------------- repetitions (--repeat)
 
-# spec: D-CNF-062 -- which repetition stands for a flaky case in the report: one that went
+# spec: D-CNF-065 -- which repetition stands for a flaky case in the report: one that went
 # wrong, so its mismatches and trace are there to read.
 _STANDS_FOR: Final = (ERRORED, FAILED, PASSED, UNSUPPORTED)
 
 
 def merge_repetitions(repetitions: Sequence[Sequence[CaseOutcome]]) -> list[CaseOutcome]:
-    """One outcome per case from several full runs of the same selection (D-CNF-062).
+    """One outcome per case from several full runs of the same selection (D-CNF-065).
 
     A case with the same outcome every time keeps its first repetition's outcome; one whose
     outcome changed is *flaky*: it keeps the outcome of a repetition that went worst

@@ -155,7 +155,7 @@ def print_summary(console: Console, report: Report, titles: dict[str, str] | Non
             console.print(_case_heading(row))
             console.print(Text("    " + clean_text(row.detail or "(no detail)")), soft_wrap=True)
     flaky = model.flaky_rows(rows)
-    if flaky:  # spec: D-CNF-062
+    if flaky:  # spec: D-CNF-065
         console.print(Text(f"Flaky ({len(flaky)}): the outcome changed from one run to another", style="bold yellow"))
         for row in flaky:
             console.print(Text(f"  {row.id}: {model.flaky_text(row)}", style="yellow"), soft_wrap=True)

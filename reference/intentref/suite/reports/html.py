@@ -209,12 +209,12 @@ def _what_went_wrong(row: Row) -> str:
 
 
 def _flaky_note(row: Row) -> str:
-    # spec: D-CNF-062 -- the outcome of each run of --repeat, when they differ.
+    # spec: D-CNF-065 -- the outcome of each run of --repeat, when they differ.
     return f'<p class="flaky">flaky: {_e(model.flaky_text(row))}</p>' if row.flaky else ""
 
 
 def _trace_block(row: Row) -> str:
-    """spec: D-CNF-061 -- the messages a failed or errored case exchanged, folded under it."""
+    """spec: D-CNF-064 -- the messages a failed or errored case exchanged, folded under it."""
     if row.trace is None:
         return ""
     messages = row.trace.get("messages", [])

@@ -34,7 +34,7 @@ def _testcase(suite: ET.Element, row: Row, failure_type: str) -> None:
     elif row.outcome == UNSUPPORTED:
         ET.SubElement(element, "skipped", {"message": clean_text(f"unsupported: {row.detail}")})
     if row.flaky:
-        # spec: D-CNF-062 -- a property every JUnit reader keeps, beside the failure or error the
+        # spec: D-CNF-065 -- a property every JUnit reader keeps, beside the failure or error the
         # case's worst run gave (surefire's flakyFailure is for a rerun that passed).
         properties = ET.SubElement(element, "properties")
         ET.SubElement(properties, "property", {"name": "flaky", "value": ", ".join(row.flaky)})

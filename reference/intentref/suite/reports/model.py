@@ -46,8 +46,8 @@ class Row:
     violations: tuple[dict[str, str], ...] = ()  # a host scenario's lines as records
     requirements: tuple[str, ...] = ()
     decisions: tuple[str, ...] = ()
-    trace: dict[str, Any] | None = None  # --trace: what a failed or errored case exchanged (D-CNF-061)
-    flaky: tuple[str, ...] = ()  # --repeat: each run's outcome, when they differ (D-CNF-062)
+    trace: dict[str, Any] | None = None  # --trace: what a failed or errored case exchanged (D-CNF-064)
+    flaky: tuple[str, ...] = ()  # --repeat: each run's outcome, when they differ (D-CNF-065)
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ def closing_line(report: Report) -> str:
 
 
 def flaky_rows(rows: Iterable[Row]) -> list[Row]:
-    """The rows whose outcome changed from one run of ``--repeat`` to another (D-CNF-062)."""
+    """The rows whose outcome changed from one run of ``--repeat`` to another (D-CNF-065)."""
     return [row for row in rows if row.flaky]
 
 

@@ -148,7 +148,7 @@ class Session(abc.ABC):
         """Record what this session's transport carries into ``tap`` (None: stop recording).
 
         False (the default) when it cannot: ``recording`` then records the calls and replies
-        as the runner makes them (D-CNF-061).
+        as the runner makes them (D-CNF-064).
         """
         return False
 

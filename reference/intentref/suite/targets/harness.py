@@ -92,7 +92,7 @@ class LineChild:
         self._stderr = bytearray()
         self._next_id = 0
         self.broken: str | None = None  # set once the child failed; it is never reused
-        self.tap: Callable[[str, Any], None] | None = None  # where a case records its lines (D-CNF-061)
+        self.tap: Callable[[str, Any], None] | None = None  # where a case records its lines (D-CNF-064)
         threading.Thread(target=self._read_stdout, daemon=True, name="harness stdout").start()
         threading.Thread(target=self._read_stderr, daemon=True, name="harness stderr").start()
 

@@ -143,7 +143,7 @@ class Connection:
         self.timeout = target.timeout
         self.info = info
         self.broken: str | None = None
-        # Where a case recording its messages wants them (D-CNF-061); the streams are tapped
+        # Where a case recording its messages wants them (D-CNF-064); the streams are tapped
         # only on a connection made while --trace is on.
         self.tap: Callable[[str, Any], None] | None = None
         self.tapped = recording.enabled()

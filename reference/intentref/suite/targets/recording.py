@@ -1,4 +1,4 @@
-"""What a case exchanged with its target, kept for the report when ``--trace`` is on (D-CNF-061).
+"""What a case exchanged with its target, kept for the report when ``--trace`` is on (D-CNF-064).
 
 A ``Recorder`` belongs to one case: it keeps each message sent to the target and received
 from it, with the milliseconds since the case started, within ``MAX_MESSAGES`` messages of at
@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from intentref.suite.targets.base import Reply, Session
 
-# spec: D-CNF-061 -- a failed case of the bundled suite exchanges a few dozen messages at most;
+# spec: D-CNF-064 -- a failed case of the bundled suite exchanges a few dozen messages at most;
 # 200 keeps every one of those and bounds a case that loops (a job polled until its TTL).
 MAX_MESSAGES: Final = 200
 # A task reply carries instructions of a few KiB and a limits case sends texts of megabytes:
@@ -49,7 +49,7 @@ def enabled() -> bool:
 
 
 def _kept(value: Any, cut: list[int]) -> Any:
-    """``value`` with credential-named members withheld and long strings shortened (D-CNF-061).
+    """``value`` with credential-named members withheld and long strings shortened (D-CNF-064).
 
     ``cut`` counts the strings shortened.
     """

@@ -197,7 +197,7 @@ async def stdio_transport(info: ProcessInfo, start: Callable[[], Awaitable[Serve
 
 
 def message_json(message: SessionMessage) -> Any:
-    """A JSON-RPC message as its JSON value, as the wire carries it (D-CNF-061)."""
+    """A JSON-RPC message as its JSON value, as the wire carries it (D-CNF-064)."""
     return message.message.model_dump(by_alias=True, mode="json", exclude_unset=True)
 
 
