@@ -19,6 +19,7 @@ from typing import Any
 from intentref.mcp.replies import is_bridge_reply
 from intentref.suite.cases.headline import kind_headline
 from intentref.suite.cases.values import FixtureError, History, Mismatch, Unresolved, generate, match
+from intentref.suite.targets import recording
 from intentref.suite.targets.base import ProtocolRefusal, Reply, Run, Session, TargetUnsupported
 
 PASSED, FAILED, UNSUPPORTED, ERRORED = "passed", "failed", "unsupported", "errored"
@@ -36,6 +37,10 @@ class CaseOutcome:
     # How late a step was answered at most, against the time the case meant it to run (the
     # sleeps before it), in milliseconds: what a timing precondition is judged by (D-CNF-058).
     late_ms: float = 0.0
+    # With --trace, a failed or errored case's messages to and from the target (D-CNF-064).
+    trace: dict[str, Any] | None = None
+    # With --repeat, each repetition's outcome when they differ (D-CNF-065).
+    flaky: list[str] = field(default_factory=list)
 
 
 # spec: D-CNF-058 -- a case that sleeps against a Bridge's legacy TTLs has a timing
@@ -105,6 +110,7 @@ def run_case(case: dict[str, Any], run: Run, transport: str) -> CaseOutcome:
     refused: list[str] = []  # steps the protocol layer refused where a refusal is allowed
     index = 0
     meant_ms = 0.0  # when the case means the current step to run, after its first one
+    recorder = recording.Recorder(transport) if recording.enabled() else None  # spec: D-CNF-064
     try:
         for index, step in enumerate(case["steps"]):
             op = step["op"]
@@ -117,12 +123,16 @@ def run_case(case: dict[str, Any], run: Run, transport: str) -> CaseOutcome:
                 continue
             if op == "close":
                 if name in sessions:
-                    sessions.pop(name).close()
+                    closing = sessions.pop(name)
+                    closing.close()
+                    recording.detach(closing)
                 history.replies.append(None)
                 history.texts.append(None)
                 continue
             if name not in sessions:
                 sessions[name] = run.connect()
+                if recorder is not None:
+                    sessions[name] = recorder.attach(sessions[name], name)
             try:
                 args = generate(step["args"], history)
             except Unresolved as exc:
@@ -174,8 +184,11 @@ def run_case(case: dict[str, Any], run: Run, transport: str) -> CaseOutcome:
             # (D-CNF-002); an explicit close step above really closes.
             with contextlib.suppress(Exception):
                 session.release()
+            recording.detach(session)
     if refused and outcome.outcome in (PASSED, FAILED) and not outcome.detail:
         outcome.detail = "; ".join(refused)
     outcome.replies = history.replies
+    if recorder is not None and outcome.outcome in (FAILED, ERRORED):  # nothing kept for a case that passed
+        outcome.trace = recorder.document()
     outcome.seconds = time.perf_counter() - started
     return outcome

@@ -4,6 +4,7 @@
                            | --python MOD:ATTR | --target SPEC] [--era auto|2026|legacy] [--cold-start]
                           [--jobs N] [--isolate] [--level normative|all] [--only PAT] [--skip PAT]
                           [--expected-failures FILE] [--timeout S] [--json F] [--junit F] [--html F]
+                          [--trace] [--repeat N]
     intentref conformance --harness CMD --smoke
     intentref conformance --write-mjs [--check]
 
@@ -84,6 +85,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     out.add_argument("--json", dest="json_out", metavar="FILE", help="write the JSON report")
     out.add_argument("--junit", metavar="FILE", help="write JUnit XML")
     out.add_argument("--html", metavar="FILE", help="write a self-contained HTML page")
+    out.add_argument("--trace", action="store_true",
+                     help="keep the messages each failed or errored case exchanged, with timings, "
+                          "in the JSON and HTML reports (D-CNF-064)")  # fmt: skip
+    chosen.add_argument("--repeat", type=worker_count, default=1, metavar="N",
+                        help="run the selection N times; a case whose outcome changes is reported "
+                             "flaky and fails the run when one of its runs failed (D-CNF-065)")  # fmt: skip
 
     p.add_argument("--write-mjs", action="store_true", help="maintenance: regenerate conformance/instances.mjs")
     p.add_argument("--check", action="store_true", help="with --write-mjs: exit 1 if instances.mjs is stale")
@@ -260,16 +267,30 @@ def _run(args: argparse.Namespace) -> int:
         print(f"note: {finding}")
     console = _console()
     first_done: list[float] = []
-    with _progress(console, cases) as advance:
+    repetitions = []
+    from intentref.suite.execution.runner import merge_repetitions
+    from intentref.suite.targets import recording
 
-        def on_outcome(case: Any, outcome: Any) -> None:
-            if not first_done:
-                first_done.append(time.perf_counter())
-            advance(case, outcome)
+    tracing_before = recording.enabled()
+    recording.enable(args.trace or tracing_before)  # spec: D-CNF-064, seen by the workers too
+    try:
+        for repetition in range(args.repeat):  # spec: D-CNF-065 -- each a full run, as without --repeat
+            with _progress(console, cases, _repetition_name(repetition, args.repeat)) as advance:
 
-        outcomes, work = workers.execute(cases, spec, jobs=jobs, isolate=args.isolate, on_outcome=on_outcome)
+                def on_outcome(case: Any, outcome: Any) -> None:
+                    if not first_done:
+                        first_done.append(time.perf_counter())
+                    advance(case, outcome)
+
+                done, work = workers.execute(cases, spec, jobs=jobs, isolate=args.isolate, on_outcome=on_outcome)
+            repetitions.append(done)
+    finally:
+        recording.enable(tracing_before)
+    outcomes = merge_repetitions(repetitions)
     ended = time.perf_counter()
     run_info = _run_info(args, spec, work, started_at, ended - started, len(cases), jobs)
+    if args.repeat > 1:
+        run_info["repeat"] = args.repeat
     if findings:
         run_info["findings"] = findings
     _print_summary(console, run_info, cases, outcomes, args.cases)
@@ -281,7 +302,7 @@ def _run(args: argparse.Namespace) -> int:
     if first_done and len(cases) > 1:
         # Start-up (a server, an interpreter, the first run) is paid once; the rate that
         # matters for a long suite is the one after it.
-        rate = (len(cases) - 1) / max(ended - first_done[0], 1e-9)
+        rate = (len(cases) * args.repeat - 1) / max(ended - first_done[0], 1e-9)
         print(f"{len(cases)} cases in {ended - started:.1f} s; {rate:.0f} cases/s after start-up "
               f"({first_done[0] - started:.1f} s), {jobs} worker process{'es' if jobs != 1 else ''}")  # fmt: skip
     verdict = baseline.judge(outcomes, listed)
@@ -361,11 +382,15 @@ def _console() -> Any:
     return Console()
 
 
+def _repetition_name(repetition: int, repeat: int) -> str:
+    return "conformance" if repeat == 1 else f"conformance, run {repetition + 1} of {repeat}"
+
+
 @contextlib.contextmanager
-def _progress(console: Any, cases: list[Any]) -> Any:
+def _progress(console: Any, cases: list[Any], description: str = "conformance") -> Any:
     from intentref.suite.reports.console import LiveProgress
 
-    with LiveProgress(console, len(cases), cases=cases) as progress:
+    with LiveProgress(console, len(cases), description, cases=cases) as progress:
         yield progress.advance
 
 

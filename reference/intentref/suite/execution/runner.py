@@ -280,6 +280,37 @@ def _own_configuration(case: Case, instances: dict[str, Any]) -> tuple[dict[str,
     return (dict(setup["instances"]) if setup is not None else dict(instances)), case.bridge_options
 
 
+# --------------------------------------------------------------------------- repetitions (--repeat)
+
+# spec: D-CNF-065 -- which repetition stands for a flaky case in the report: one that went
+# wrong, so its mismatches and trace are there to read.
+_STANDS_FOR: Final = (ERRORED, FAILED, PASSED, UNSUPPORTED)
+
+
+def merge_repetitions(repetitions: Sequence[Sequence[CaseOutcome]]) -> list[CaseOutcome]:
+    """One outcome per case from several full runs of the same selection (D-CNF-065).
+
+    A case with the same outcome every time keeps its first repetition's outcome; one whose
+    outcome changed is *flaky*: it keeps the outcome of a repetition that went worst
+    (``_STANDS_FOR``) with every repetition's outcome listed in ``flaky``.  A case missing
+    from a repetition (a run stopped early) is judged on the repetitions that have it.
+    """
+    by_id: dict[str, list[CaseOutcome]] = {}
+    for outcomes in repetitions:
+        for outcome in outcomes:
+            by_id.setdefault(outcome.case_id, []).append(outcome)
+    merged = []
+    for seen in by_id.values():
+        said = [outcome.outcome for outcome in seen]
+        if len(set(said)) == 1:
+            merged.append(seen[0])
+            continue
+        standing = min(seen, key=lambda outcome: _STANDS_FOR.index(outcome.outcome))
+        standing.flaky = said
+        merged.append(standing)
+    return merged
+
+
 # --------------------------------------------------------------------------- configuration cases
 
 

@@ -49,6 +49,8 @@ def _case_entry(row: Row) -> dict[str, Any]:
         "mismatches": [well_formed(line) for line in row.lines],
         "mismatchDetails": [_mismatch_entry(m) for m in row.mismatches],
         "detail": well_formed(row.detail),
+        **({"trace": clean_json(row.trace)} if row.trace is not None else {}),  # D-CNF-064
+        **({"flaky": list(row.flaky)} if row.flaky else {}),  # D-CNF-065
     }
 
 

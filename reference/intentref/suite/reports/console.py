@@ -154,6 +154,11 @@ def print_summary(console: Console, report: Report, titles: dict[str, str] | Non
         for row in errored:
             console.print(_case_heading(row))
             console.print(Text("    " + clean_text(row.detail or "(no detail)")), soft_wrap=True)
+    flaky = model.flaky_rows(rows)
+    if flaky:  # spec: D-CNF-065
+        console.print(Text(f"Flaky ({len(flaky)}): the outcome changed from one run to another", style="bold yellow"))
+        for row in flaky:
+            console.print(Text(f"  {row.id}: {model.flaky_text(row)}", style="yellow"), soft_wrap=True)
     reasons = model.unsupported_reasons(rows)
     if reasons:
         console.print(Text(f"Unsupported ({sum(n for _, n in reasons)}), by reason (not failures):", style="bold"))

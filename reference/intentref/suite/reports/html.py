@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import html
+import json
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -79,6 +80,7 @@ tr.w-failed td.req { box-shadow: inset 4px 0 var(--fail); } tr.w-errored td.req 
 tr.w-unsupported td.req { box-shadow: inset 4px 0 var(--unsup); } tr.w-passed td.req { box-shadow: inset 4px 0 var(--pass); }
 details > summary { cursor: pointer; font-weight: 600; margin: 6px 0; }
 .muted { color: #656d76; }
+.flaky { color: #9a6700; font-weight: 600; }
 """
 
 
@@ -206,6 +208,28 @@ def _what_went_wrong(row: Row) -> str:
     return f"<pre>{_e(chr(10).join(row.lines) if row.outcome == FAILED else row.detail)}</pre>"
 
 
+def _flaky_note(row: Row) -> str:
+    # spec: D-CNF-065 -- the outcome of each run of --repeat, when they differ.
+    return f'<p class="flaky">flaky: {_e(model.flaky_text(row))}</p>' if row.flaky else ""
+
+
+def _trace_block(row: Row) -> str:
+    """spec: D-CNF-064 -- the messages a failed or errored case exchanged, folded under it."""
+    if row.trace is None:
+        return ""
+    messages = row.trace.get("messages", [])
+    lines = []
+    for entry in messages:
+        shown = entry["message"] if "truncated" in entry else json.dumps(entry["message"], ensure_ascii=False)
+        arrow = "→" if entry["direction"] == "sent" else "←"
+        cut = f" (truncated: {entry['truncated']})" if "truncated" in entry else ""
+        lines.append(f"{entry['ms']:>9.1f} ms {entry['session']} {arrow} {shown}{cut}")
+    if row.trace.get("omitted"):
+        lines.append(f"… {row.trace['omitted']} more messages not kept (at most {row.trace['limits']['messages']})")
+    return (f'<details class="trace"><summary>Messages exchanged ({len(messages)}, '
+            f"{_e(row.trace.get('transport', ''))})</summary><pre>{_e(chr(10).join(lines))}</pre></details>")  # fmt: skip
+
+
 def _problems(rows: Sequence[Row]) -> str:
     parts = []
     for outcome, heading, anchor in ((FAILED, "Failures", "failures"), (ERRORED, "Errored", "errored")):
@@ -216,7 +240,7 @@ def _problems(rows: Sequence[Row]) -> str:
         for row in chosen:
             parts.append(
                 f'<div class="case {outcome}" id="{_anchor("case-", row.id)}"><h3>{_e(row.id)}</h3>'
-                f"{_case_meta(row)}{_what_went_wrong(row)}</div>"
+                f"{_case_meta(row)}{_flaky_note(row)}{_what_went_wrong(row)}{_trace_block(row)}</div>"
             )
         parts.append("</section>")
     return "".join(parts)

@@ -33,6 +33,11 @@ def _testcase(suite: ET.Element, row: Row, failure_type: str) -> None:
         error.text = clean_text(row.detail)
     elif row.outcome == UNSUPPORTED:
         ET.SubElement(element, "skipped", {"message": clean_text(f"unsupported: {row.detail}")})
+    if row.flaky:
+        # spec: D-CNF-065 -- a property every JUnit reader keeps, beside the failure or error the
+        # case's worst run gave (surefire's flakyFailure is for a rerun that passed).
+        properties = ET.SubElement(element, "properties")
+        ET.SubElement(properties, "property", {"name": "flaky", "value": ", ".join(row.flaky)})
     if row.title or row.requirements:
         # Where a CI shows a test's output, show what the case is about and what it cites.
         cited = " ".join(row.requirements + row.decisions)

@@ -46,6 +46,8 @@ class Row:
     violations: tuple[dict[str, str], ...] = ()  # a host scenario's lines as records
     requirements: tuple[str, ...] = ()
     decisions: tuple[str, ...] = ()
+    trace: dict[str, Any] | None = None  # --trace: what a failed or errored case exchanged (D-CNF-064)
+    flaky: tuple[str, ...] = ()  # --repeat: each run's outcome, when they differ (D-CNF-065)
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,7 @@ def case_row(case: Case, outcome: CaseOutcome) -> Row:
         lines=tuple(str(m) for m in outcome.mismatches), mismatches=tuple(outcome.mismatches),
         requirements=tuple(str(r) for r in case.data.get("requirements", [])),
         decisions=tuple(str(d) for d in case.data.get("decisions", [])),
+        trace=outcome.trace, flaky=tuple(outcome.flaky),
     )  # fmt: skip
 
 
@@ -130,6 +133,16 @@ def closing_line(report: Report) -> str:
     rate = len(report.rows) / seconds if seconds > 0 else 0.0
     listed = ", ".join(f"{report.tally[name]} {name}" for name in OUTCOMES)
     return f"{listed} in {seconds:.2f} s ({rate:.1f} cases/s)"
+
+
+def flaky_rows(rows: Iterable[Row]) -> list[Row]:
+    """The rows whose outcome changed from one run of ``--repeat`` to another (D-CNF-065)."""
+    return [row for row in rows if row.flaky]
+
+
+def flaky_text(row: Row) -> str:
+    """``passed, failed, passed``: a flaky row's outcomes, run by run."""
+    return ", ".join(row.flaky)
 
 
 def unsupported_reasons(rows: Iterable[Row]) -> list[tuple[str, int]]:

@@ -149,6 +149,14 @@ class Session(abc.ABC):
     def release(self) -> None:
         self.close()
 
+    def record_into(self, tap: Callable[[str, Any], None] | None) -> bool:
+        """Record what this session's transport carries into ``tap`` (None: stop recording).
+
+        False (the default) when it cannot: ``recording`` then records the calls and replies
+        as the runner makes them (D-CNF-064).
+        """
+        return False
+
 
 class CallSession(Session):
     """A session whose three calls are one method: ``_call(op, request)``.

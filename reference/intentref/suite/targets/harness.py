@@ -44,6 +44,7 @@ from intentref.suite.targets.base import (
     TargetUnsupported,
     load_instances,
 )
+from intentref.suite.targets.recording import RECEIVED, SENT
 
 _LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 # The members an answer carries (conformance/harness.schema.json): each one's check, and its form for a message.
@@ -91,6 +92,7 @@ class LineChild:
         self._stderr = bytearray()
         self._next_id = 0
         self.broken: str | None = None  # set once the child failed; it is never reused
+        self.tap: Callable[[str, Any], None] | None = None  # where a case records its lines (D-CNF-064)
         threading.Thread(target=self._read_stdout, daemon=True, name="harness stdout").start()
         threading.Thread(target=self._read_stderr, daemon=True, name="harness stderr").start()
 
@@ -137,7 +139,10 @@ class LineChild:
             raise HarnessBroken("exit", f"the harness already failed: {self.broken}")
         self._next_id += 1
         number = self._next_id
-        line = dumps_wire({"id": number, "op": op, **members}) + "\n"
+        sent = {"id": number, "op": op, **members}
+        if self.tap is not None:
+            self.tap(SENT, sent)
+        line = dumps_wire(sent) + "\n"
         try:
             assert self.proc.stdin is not None
             self.proc.stdin.write(line.encode("utf-8"))
@@ -153,6 +158,8 @@ class LineChild:
             response = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
             raise self._fail("json", f"the answer to {op} is not a JSON line: {raw[:200]!r}") from None
+        if self.tap is not None:
+            self.tap(RECEIVED, response)
         if not isinstance(response, dict):
             raise self._fail("shape", f"the answer to {op} is not a JSON object: {raw[:200]!r}")
         if response.get("id") != number:
@@ -198,6 +205,10 @@ class _HarnessSession(CallSession):
 
     def close(self) -> None:
         self._child.request("close", session=self._id)
+
+    def record_into(self, tap: Callable[[str, Any], None] | None) -> bool:
+        self._child.tap = tap  # one session at a time records: the runner runs one case per run
+        return True
 
 
 class _HarnessRun(Run):

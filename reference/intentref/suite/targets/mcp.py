@@ -39,6 +39,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from intentref.core.limits import has_lone_surrogate
 from intentref.core.wire import CANCEL_TOOL, TOOL_OF_OP
 from intentref.mcp.replies import is_bridge_reply
+from intentref.suite.targets import recording
 from intentref.suite.targets.base import (
     CallSession,
     ProtocolRefusal,
@@ -52,7 +53,7 @@ from intentref.suite.targets.base import (
     TargetUnsupported,
 )
 from intentref.suite.targets.harness import dumps_wire
-from intentref.suite.targets.transport import CLOSE_GRACE, ProcessInfo
+from intentref.suite.targets.transport import CLOSE_GRACE, ProcessInfo, tapped
 
 # Seconds a server that broke off its start-up gets to be reaped, so its exit status can be
 # shown; a process that never existed is not waited for at all.
@@ -142,6 +143,10 @@ class Connection:
         self.timeout = target.timeout
         self.info = info
         self.broken: str | None = None
+        # Where a case recording its messages wants them (D-CNF-064); the streams are tapped
+        # only on a connection made while --trace is on.
+        self.tap: Callable[[str, Any], None] | None = None
+        self.tapped = recording.enabled()
         self._dropped = target.dropped
         self._stop: anyio.Event | None = None
         self._client: Client | None = None
@@ -167,8 +172,9 @@ class Connection:
         # One scope around the whole connection, its deadline lifted once the server
         # answered: the Client's task groups must nest inside it, not straddle it.
         with anyio.CancelScope(deadline=anyio.current_time() + startup_timeout) as scope:
+            transport = self._make_transport()
             async with Client(
-                self._make_transport(),
+                tapped(transport, lambda: self.tap) if self.tapped else transport,
                 mode=self._mode,
                 cache=None,  # tools/call is not cacheable; nothing to gain from a cache
                 client_info=types.Implementation(name="intentref-conformance", version="0.1.0"),
@@ -385,6 +391,12 @@ class ConnectionSession(CallSession):
             # may or may not end it (a refused candidate keeps the step), so those stay listed.
             self._jobs.pop(request.get("jobId"), None)  # type: ignore[arg-type]
         return reply
+
+    def record_into(self, tap: Callable[[str, Any], None] | None) -> bool:
+        if not self.connection.tapped:
+            return False
+        self.connection.tap = tap
+        return True
 
     def end_jobs(self) -> list[str]:
         """Cancel every job this session saw; what did not end, in words."""

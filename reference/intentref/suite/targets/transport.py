@@ -25,6 +25,7 @@ from mcp.shared.message import SessionMessage
 
 from intentref.suite.targets.base import STDERR_TAIL
 from intentref.suite.targets.harness import dumps_wire
+from intentref.suite.targets.recording import RECEIVED, SENT
 
 CLOSE_GRACE: Final = 2.0  # seconds a server gets after its stdin closes (then SIGTERM, then SIGKILL)
 
@@ -190,3 +191,79 @@ async def stdio_transport(info: ProcessInfo, start: Callable[[], Awaitable[Serve
                 await read_receive.aclose()
             tg.cancel_scope.cancel()
     await process.aclose()
+
+
+# --------------------------------------------------------------------------- recording (--trace)
+
+
+def message_json(message: SessionMessage) -> Any:
+    """A JSON-RPC message as its JSON value, as the wire carries it (D-CNF-064)."""
+    return message.message.model_dump(by_alias=True, mode="json", exclude_unset=True)
+
+
+class _TappedSend:
+    """The client's write stream, telling ``tap_of()`` (when set) each message it sends."""
+
+    def __init__(self, stream: Any, tap_of: Callable[[], Callable[[str, Any], None] | None]) -> None:
+        self._stream = stream
+        self._tap_of = tap_of
+
+    async def send(self, message: Any) -> None:
+        tap = self._tap_of()
+        if tap is not None and isinstance(message, SessionMessage):
+            tap(SENT, message_json(message))
+        await self._stream.send(message)
+
+    async def __aenter__(self) -> _TappedSend:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> Any:
+        return await self._stream.__aexit__(*exc_info)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+class _TappedReceive:
+    """The client's read stream, telling ``tap_of()`` (when set) each message it receives."""
+
+    def __init__(self, stream: Any, tap_of: Callable[[], Callable[[str, Any], None] | None]) -> None:
+        self._stream = stream
+        self._tap_of = tap_of
+
+    def _heard(self, item: Any) -> Any:
+        tap = self._tap_of()
+        if tap is not None:
+            tap(RECEIVED, message_json(item) if isinstance(item, SessionMessage) else {"unreadable": str(item)})
+        return item
+
+    async def receive(self) -> Any:
+        return self._heard(await self._stream.receive())
+
+    def __aiter__(self) -> _TappedReceive:
+        return self
+
+    async def __anext__(self) -> Any:
+        return self._heard(await self._stream.__anext__())
+
+    async def __aenter__(self) -> _TappedReceive:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> Any:
+        return await self._stream.__aexit__(*exc_info)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextlib.asynccontextmanager
+async def tapped(transport: Any, tap_of: Callable[[], Callable[[str, Any], None] | None]) -> AsyncIterator[Any]:
+    """``transport`` (stdio or streamable HTTP) with its two streams telling ``tap_of()`` what they carry.
+
+    Only a connection made while ``--trace`` is on is wrapped; ``tap_of()`` is None between
+    the cases that record, so the handshake and other cases' messages are not kept.
+    """
+    async with transport as (read_stream, write_stream):
+        yield _TappedReceive(read_stream, tap_of), _TappedSend(write_stream, tap_of)
