@@ -432,9 +432,10 @@ def loop_runs_to_its_end(run: Run) -> Iterator[Violation]:
     last = len(run.timeline) - 1 - next(i for i, e in enumerate(reversed(run.timeline)) if isinstance(e, Call))
     call = run.timeline[last]
     assert isinstance(call, Call)
-    if is_task(call.reply) and not any(isinstance(e, ModelRun) for e in run.timeline[last + 1:]):
+    task = call.reply
+    if task is not None and is_task(task) and not any(isinstance(e, ModelRun) for e in run.timeline[last + 1:]):
         yield Violation("R-HST-016", call.where(run.connection_order),
-                        f"the host stopped on this {call.reply.get('stage')} task: it ran no model for it, submitted "
+                        f"the host stopped on this {task.get('stage')} task: it ran no model for it, submitted "
                         f"nothing and exited with status {run.host_exit}")  # fmt: skip
 
 
