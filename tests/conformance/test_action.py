@@ -165,3 +165,24 @@ def test_a_mistaken_input_stops_the_step_with_status_2_before_anything_runs(inpu
     assert run.status == 2, run.stdout + run.stderr
     assert message in run.stderr
     assert run.outputs["failed"] == "" and run.step_summary == ""  # nothing ran
+
+
+# --------------------------------------------------------------------------- the documented workflows
+
+
+def _yaml_blocks(path: Path) -> list[str]:
+    return re.findall(r"```yaml\n(.*?)```", read(path), re.S)
+
+
+def test_the_documented_workflow_is_under_15_lines_and_uses_only_declared_inputs() -> None:
+    github, gitlab = _yaml_blocks(ROOT / "conformance" / "ci.md")
+    assert len(github.strip().splitlines()) < 15
+    inputs = set(action()["inputs"])
+    steps = yaml.safe_load(github)["jobs"]["intentref"]["steps"]
+    ours = [step for step in steps if "intentref@" in step.get("uses", "")]
+    assert len(ours) == 1 and set(ours[0]["with"]) <= inputs
+    job = yaml.safe_load(gitlab)["intentref"]
+    passed_as = {name.removeprefix("INPUT_").lower().replace("_", "-") for name in job["variables"]}
+    assert passed_as <= inputs
+    assert any("conformance/action/run.sh" in line for line in job["script"])
+    assert job["artifacts"]["reports"]["junit"].endswith("/report.junit.xml")
