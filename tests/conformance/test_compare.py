@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from intentref.suite.reports import changes
-from tests.conformance.ci_support import cases_by_id, intentref, read
+from intentref.suite.reports.markdown import LISTED_PROBLEMS
+from tests.conformance.ci_support import cases_by_id, intentref, parse, read
 
 FAULT = "faulty:ids_from_zero"
 
@@ -118,3 +119,13 @@ def test_each_change_is_of_exactly_one_kind(before: str | None, after: str | Non
     found = changes.between(old, new)
     assert {name: [c.id for c in listed] for name, listed in found.by_kind.items() if listed} == {kind: ["REF-0001"]}
     assert bool(found.regressions) == (kind == "regressions")  # a reference-level regression counts too
+
+
+def test_the_markdown_of_many_changes_lists_the_first_and_counts_the_rest() -> None:
+    many = [f"REF-{n:04d}" for n in range(LISTED_PROBLEMS + 5)]
+    found = changes.between(_report(*((i, "passed") for i in many)), _report(*((i, "failed") for i in many)))
+    page = parse("\n".join(found.markdown()))
+    assert (4, "regressions (passed → failed or errored)") in page.headings
+    assert page.code == [f"{i} (reference) passed → failed" for i in many[:LISTED_PROBLEMS]]
+    assert page.items[-1] == "… and 5 more (the console lists them all)"
+    assert len(found.lines()) == 2 + len(many)  # the console: the headline, the kind, every case

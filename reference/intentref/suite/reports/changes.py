@@ -77,13 +77,17 @@ class Changes:
 
     def markdown(self) -> list[str]:
         """The changes as Markdown lines, for the end of a summary."""
-        from intentref.suite.reports.markdown import cell, code
+        from intentref.suite.reports.markdown import LISTED_PROBLEMS, cell, code
 
         shown = ["### Since the baseline", "", cell(self.headline()), ""]
         for name, meaning, _ in KINDS:
-            if self.by_kind[name]:
+            listed = self.by_kind[name]
+            if listed:
                 shown += [f"#### {cell(name)} ({cell(meaning)})", ""]
-                shown += [f"- {code(change.text())}" for change in self.by_kind[name]] + [""]
+                shown += [f"- {code(change.text())}" for change in listed[:LISTED_PROBLEMS]]
+                if len(listed) > LISTED_PROBLEMS:  # a job summary stays short (D-CNF-061)
+                    shown.append(f"- … and {len(listed) - LISTED_PROBLEMS} more (the console lists them all)")
+                shown.append("")
         return shown
 
 
