@@ -69,10 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
     # properties / fuzz / check: each module declares its own arguments and imports its
     # machinery only when run, so building this parser stays cheap.
     from intentref.devtools import mutation
-    from intentref.suite.commands import check, fuzz
+    from intentref.suite.commands import check, compare, fuzz
     from intentref.suite.commands import properties as properties_cli
 
-    for command in (properties_cli, fuzz, check, mutation):
+    for command in (properties_cli, fuzz, check, mutation, compare):
         command.add_parser(sub)
 
     from intentref.suite.commands import (

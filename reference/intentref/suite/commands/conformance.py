@@ -5,6 +5,7 @@
                           [--jobs N] [--isolate] [--level normative|all] [--only PAT] [--skip PAT]
                           [--expected-failures FILE] [--timeout S] [--json F] [--junit F] [--html F]
                           [--trace] [--repeat N]
+                          [--markdown F] [--compare OLD.json]
     intentref conformance --harness CMD --smoke
     intentref conformance --write-mjs [--check]
 
@@ -44,7 +45,7 @@ EXIT_TARGET_UNUSABLE: Final = 3
 EXIT_NOTHING_SELECTED: Final = 4
 EXIT_STATUSES: Final = (
     (EXIT_OK, "every case passed or was unsupported (expected failures allowed, none stale)"),
-    (EXIT_FAILED, "a case failed or errored, or an expected-failures entry is stale"),
+    (EXIT_FAILED, "a case failed or errored, or an expected-failures entry is stale, or (--compare) a case regressed"),
     (EXIT_USAGE, "a usage error: an option, a file or a report path (found before any case runs)"),
     (EXIT_TARGET_UNUSABLE, "the target could not start, or does not serve the instances the cases use"),
     (EXIT_NOTHING_SELECTED, "the selection (--level, --only, --skip) selects no case"),
@@ -91,6 +92,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     chosen.add_argument("--repeat", type=worker_count, default=1, metavar="N",
                         help="run the selection N times; a case whose outcome changes is reported "
                              "flaky and fails the run when one of its runs failed (D-CNF-065)")  # fmt: skip
+    out.add_argument("--markdown", metavar="FILE",
+                     help="write a short Markdown summary (also appended to $GITHUB_STEP_SUMMARY when it is set)")
+    out.add_argument("--compare", metavar="OLD.json",
+                     help="list what changed since this earlier JSON report; a regression fails the run (D-CNF-060)")
 
     p.add_argument("--write-mjs", action="store_true", help="maintenance: regenerate conformance/instances.mjs")
     p.add_argument("--check", action="store_true", help="with --write-mjs: exit 1 if instances.mjs is stale")
@@ -176,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_TARGET_UNUSABLE
 
 
-_REPORT_NAMES: Final = {"--json": "JSON", "--junit": "JUnit XML", "--html": "HTML"}
+_REPORT_NAMES: Final = {"--json": "JSON", "--junit": "JUnit XML", "--html": "HTML", "--markdown": "Markdown"}
 
 
 class MissingInstances(Exception):
@@ -188,7 +193,7 @@ def _report_paths(args: argparse.Namespace) -> list[tuple[str, str, str]]:
     from intentref.suite.reports.output import output_problem
 
     wanted = [("--json", args.json_out, "write_json"), ("--junit", args.junit, "write_junit"),
-              ("--html", args.html, "write_html")]  # fmt: skip
+              ("--html", args.html, "write_html"), ("--markdown", args.markdown, "write_markdown")]  # fmt: skip
     chosen = [(flag, path, writer) for flag, path, writer in wanted if path]
     seen: dict[str, str] = {}
     for flag, path, _ in chosen:
@@ -252,6 +257,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.cases and not Path(args.cases).is_dir():
         raise UsageError(f"--cases {args.cases}: not a folder")
     report_paths = _report_paths(args)
+    baseline_report = _baseline_report(args.compare)
     spec = target_from(args, args.timeout, args.cold_start)  # every mistake in it, now
     problem = registry.program_problem(spec)
     if problem is not None:
@@ -294,11 +300,7 @@ def _run(args: argparse.Namespace) -> int:
     if findings:
         run_info["findings"] = findings
     _print_summary(console, run_info, cases, outcomes, args.cases)
-    from intentref.suite.reports import conformance as reports
-
-    for flag, path, writer in report_paths:
-        getattr(reports, writer)(path, run_info, cases, outcomes)
-        print(f"{_REPORT_NAMES[flag]} report written to {path}")
+    regressed = _write_reports(report_paths, baseline_report, run_info, cases, outcomes)
     if first_done and len(cases) > 1:
         # Start-up (a server, an interpreter, the first run) is paid once; the rate that
         # matters for a long suite is the one after it.
@@ -311,7 +313,42 @@ def _run(args: argparse.Namespace) -> int:
               f"{len(verdict.not_run)} not run")  # fmt: skip
         for case_id in verdict.stale:
             print(f"  stale: {case_id} passes now; remove it from {args.expected_failures}")
-    return EXIT_OK if verdict.ok else EXIT_FAILED
+    return EXIT_OK if verdict.ok and not regressed else EXIT_FAILED
+
+
+def _baseline_report(path: str | None) -> dict[str, Any] | None:
+    """The --compare report, read before the run: a file that is not a report is a usage error (D-CNF-013)."""
+    if not path:
+        return None
+    from intentref.suite.reports import changes
+
+    try:
+        return changes.load(path)
+    except changes.NotAReport as exc:
+        raise UsageError(f"--compare {exc}") from None
+
+
+def _write_reports(report_paths: list[tuple[str, str, str]], baseline_report: dict[str, Any] | None,
+                   run_info: dict[str, Any], cases: list[Any], outcomes: list[Any]) -> bool:  # fmt: skip
+    """Every report asked for, the summary appended to $GITHUB_STEP_SUMMARY; whether a case regressed."""
+    from intentref.suite.reports import changes, markdown, model
+    from intentref.suite.reports import conformance as reports
+
+    report = model.conformance(run_info, cases, outcomes)
+    found = None
+    if baseline_report is not None:
+        found = changes.between(baseline_report, reports.report_document(report))
+        print("\n".join(found.lines()))
+    summary = markdown.summary(report, found.markdown() if found is not None else ())
+    for flag, path, writer in report_paths:
+        if writer == "write_markdown":
+            markdown.write_markdown(path, summary)
+        else:
+            getattr(reports, writer)(path, run_info, cases, outcomes)
+        print(f"{_REPORT_NAMES[flag]} report written to {path}")
+    if (summary_path := markdown.append_step_summary(summary)) is not None:
+        print(f"Markdown summary appended to {summary_path}")
+    return bool(found is not None and found.regressions)
 
 
 def _checked(spec: Any, cases: list[Any]) -> tuple[Any, list[str]]:

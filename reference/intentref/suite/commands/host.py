@@ -2,6 +2,7 @@
 
     intentref host --command "my-host --server {server} --model {model} --request {request}"
                    [--scenario FILE ...] [--level normative|reference] [--json F] [--junit F] [--html F]
+                   [--markdown F]
                    [--fuzz --seed N --count K [--out DIR]]
 
 Exit status: 0 when every scenario passes at the chosen level, 1 when one fails, 2 for a
@@ -49,6 +50,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--json", dest="json_out", metavar="FILE", help="write the JSON report")
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML")
     p.add_argument("--html", metavar="FILE", help="write an HTML report")
+    p.add_argument("--markdown", metavar="FILE",
+                   help="write a short Markdown summary (also appended to $GITHUB_STEP_SUMMARY when it is set)")
     p.add_argument("--fuzz", action="store_true", help="draw random scenarios (Hypothesis) instead of the catalogue")
     p.add_argument("--seed", type=int, default=0, help="with --fuzz: the seed (the same seed draws the same scenarios)")
     p.add_argument("--count", type=int, default=20, metavar="K", help="with --fuzz: scenarios to draw (default 20)")
@@ -66,11 +69,12 @@ def run(args: argparse.Namespace) -> int:
     # Here, not at the top: `intentref --help` imports this module for its argparse only.
     from intentref.suite.cases.script import FAILED
     from intentref.suite.host import judge
-    from intentref.suite.reports import console, html, junit, output
+    from intentref.suite.reports import console, html, junit, markdown, output
 
     try:
         argv = judge.check_command(args.command, http=args.http)
-        for flag, path in (("--json", args.json_out), ("--junit", args.junit), ("--html", args.html)):
+        for flag, path in (("--json", args.json_out), ("--junit", args.junit), ("--html", args.html),
+                           ("--markdown", args.markdown)):
             if path and (problem := output.output_problem(path)):
                 raise judge.UsageProblem(f"{flag} {path}: {problem}")
         if args.timeout <= 0 or args.jobs < 1 or args.count < 1:
@@ -109,6 +113,10 @@ def run(args: argparse.Namespace) -> int:
         junit.write_junit(args.junit, report)
     if args.html:
         html.write_html(args.html, report)
+    summary = markdown.summary(report)
+    if args.markdown:
+        markdown.write_markdown(args.markdown, summary)
+    markdown.append_step_summary(summary)
     return FAIL_STATUS if report.tally[FAILED] else 0
 
 

@@ -303,6 +303,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--include", action="append", default=[], choices=GROUPS,
                    help="add a bundled group (default when no target is given: all three)")  # fmt: skip
     p.add_argument("--out", default="matrix", metavar="DIR", help="folder for matrix.html, matrix.json, badges/ (default: matrix)")
+    p.add_argument("--markdown", metavar="FILE",
+                   help="write a Markdown summary, a row per implementation (also appended to $GITHUB_STEP_SUMMARY)")
     p.add_argument("--level", choices=("normative", "all"), default="all")
     p.add_argument("--only", action="append", default=[], metavar="PATTERN", help="case ids to run (fnmatch)")
     p.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT_S, metavar="S", help="for the whole run")
@@ -321,7 +323,7 @@ def main(args: argparse.Namespace) -> int:
 
 def _main(args: argparse.Namespace) -> int:
     from intentref.suite.cases.fixtures import load_cases, select
-    from intentref.suite.reports import badges, html, output
+    from intentref.suite.reports import badges, html, markdown, output
 
     impls = [parse_target_option(t, args.era) for t in args.target]
     if args.targets:
@@ -340,6 +342,8 @@ def _main(args: argparse.Namespace) -> int:
         raise UsageError(f"--out {out}: exists and is not a folder")
     if not out.resolve().parent.is_dir():
         raise UsageError(f"--out {out}: its parent folder does not exist")
+    if args.markdown and (problem := output.output_problem(args.markdown)):
+        raise UsageError(f"--markdown {args.markdown}: {problem}")
     cases = select(load_cases(), args.level, args.only, [])
     if not cases:
         raise UsageError("the selection holds no case")
@@ -359,6 +363,10 @@ def _main(args: argparse.Namespace) -> int:
     for impl in doc["implementations"]:
         name = badges.file_name(impl["name"])
         output.write_text(out / "badges" / f"{name}.svg", badges.badge_for(impl["summary"]))
+    summary = markdown.matrix_summary(doc)
+    if args.markdown:
+        markdown.write_markdown(args.markdown, summary)
+    markdown.append_step_summary(summary)
     for impl in doc["implementations"]:
         s = impl["summary"]
         n = s["normative"]
