@@ -91,7 +91,9 @@ def test_a_table_cell_and_a_diff_line_keep_markdowns_special_characters() -> Non
 
 
 def test_the_host_judge_writes_the_same_summary(tmp_path: Path) -> None:
-    host = f"/bin/sh -c {shlex.quote('echo not json')} host {{server}} {{model}} {{request}}"
+    # It starts the server it is given, so it reached it; then it prints no reply (D-HST-001).
+    script = 'eval "$1" </dev/null >/dev/null 2>&1; echo not json'
+    host = f"/bin/sh -c {shlex.quote(script)} host {{server}} {{model}} {{request}}"
     step_summary = tmp_path / "step.md"
     done = intentref("host", "--command", host, "--scenario", str(scenario_path("HST-002")),
                      "--markdown", str(tmp_path / "h.md"), env={"GITHUB_STEP_SUMMARY": str(step_summary)})  # fmt: skip

@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
+from intentref.core.limits import MAX_CANCEL_DETAIL_BYTES as DETAIL_LIMIT  # seed 000 "工具与 session 方法"
 from intentref.core.wire import ACCEPT_TOOL, CANCEL_TOOL, PREPARE_TOOL
 from intentref.suite.host.trace import Call, ModelRun, Run
 
-DETAIL_LIMIT: Final = 2048  # UTF-8 bytes, seed 000 "工具与 session 方法"
 REFUSAL_EXIT: Final = 3
 INCOMPLETE_EXIT: Final = 4
 REPLY_KINDS: Final = ("task", "result", "error")
@@ -140,8 +140,7 @@ def next_action(run: Run, index: int, job_id: Any) -> tuple[int, Call | ModelRun
 
 
 def what_followed(following: tuple[int, Call | ModelRun] | None) -> str:
-    """What the host did next, in words, for a message that says what it did, not only what it
-    did not (issue 38): a host that moved on to a new job is told so."""
+    """What the host did next, in words: a message says what a host did, not only what it did not."""
     if following is None:
         return "it did nothing more for that job"
     event = following[1]
