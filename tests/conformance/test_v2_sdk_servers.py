@@ -95,3 +95,15 @@ def test_a_v2_sdk_server_over_http_passes_every_normative_case_in_each_era(era: 
     said = "2026-07-28 HTTP requests carry no session" if era == "2026" else "the server issued no session id"
     for case_id in sorted(TWO_CONNECTIONS):
         assert cases[case_id]["outcome"] == "unsupported" and said in cases[case_id]["detail"], cases[case_id]
+
+
+def test_a_server_that_issues_session_ids_is_asked_the_two_connection_cases(tmp_path: Path) -> None:
+    # The control for D-CNF-063: the reference's handshake-era HTTP issues an Mcp-Session-Id.
+    report = tmp_path / "report.json"
+    only = [arg for case_id in sorted(TWO_CONNECTIONS) for arg in ("--only", case_id)]
+    done = subprocess.run([sys.executable, "-m", "intentref.cli", "conformance", "--http-reference", "--era", "legacy",
+                           *only, "--json", str(report)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    outcomes = {c["id"]: c["outcome"] for c in json.loads(report.read_text("utf-8"))["cases"]}
+    assert outcomes == dict.fromkeys(TWO_CONNECTIONS, "passed")
