@@ -1,4 +1,4 @@
-"""``intentref matrix`` records, per implementation, the era its run spoke (issue 37 item 4, D-CNF-064)."""
+"""``intentref matrix`` records, per implementation, the era its run spoke (issue 37 item 4, D-CNF-066)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``intentref host --era``: the judge's server speaks the era the user pins, and the report says
-which era the host spoke (issue 37 item 4, D-CNF-064).
+which era the host spoke (issue 37 item 4, D-CNF-066).
 
 The Python host's Client negotiates (``auto``): against a server pinned to one era it must end
 up in that era, over stdio (the SDK's one-era loop refuses the other era's opening on the same

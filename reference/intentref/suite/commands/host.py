@@ -127,7 +127,7 @@ def host_report(command: str, verdicts: Sequence[Any], level: str, seconds: floa
             for v in verdicts]  # fmt: skip
     passed = sum(row.outcome == PASSED for row in rows)
     title = f"intentref host: {passed} of {len(rows)} scenarios pass at {level} level"
-    # The era the host spoke, as the server saw its calls (D-CNF-064): "2026+legacy" when it spoke both,
+    # The era the host spoke, as the server saw its calls (D-CNF-066): "2026+legacy" when it spoke both,
     # "-" when it made no call at all.
     spoken = set().union(*(v.eras for v in verdicts))
     run_info = {"command": command, "level": level, "seconds": round(seconds, 3),

@@ -58,7 +58,7 @@ class Implementation:
     kind: str  # reference, variant, faulty or user
     era: str = "auto"
     expected_failures: str | None = None
-    era_negotiated: str = "-"  # what its run spoke (D-CNF-064); "-": not MCP, or it never ran
+    era_negotiated: str = "-"  # what its run spoke (D-CNF-066); "-": not MCP, or it never ran
     outcomes: dict[str, CaseOutcome] = field(default_factory=dict)
     error: str | None = None
     seconds: float = 0.0

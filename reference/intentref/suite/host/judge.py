@@ -131,7 +131,7 @@ def _package_root() -> str:
 
 
 def with_era(scenario: dict[str, Any], era: str) -> dict[str, Any]:
-    """``scenario`` with its server speaking ``era`` (``intentref host --era``, D-CNF-064)."""
+    """``scenario`` with its server speaking ``era`` (``intentref host --era``, D-CNF-066)."""
     return {**scenario, "server": {**scenario["server"], "era": era}}
 
 
@@ -141,7 +141,7 @@ def served_era(scenario: dict[str, Any]) -> str:
 
 
 def spoken_eras(run: Run) -> set[str]:
-    """The eras (``2026``, ``legacy``) the host's tool calls came in, as the server saw them (D-CNF-064)."""
+    """The eras (``2026``, ``legacy``) the host's tool calls came in, as the server saw them (D-CNF-066)."""
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
     return {"2026" if call.protocol in MODERN_PROTOCOL_VERSIONS else "legacy"
@@ -290,7 +290,7 @@ class Verdict:
     violations: list[tuple[str, Violation]] = field(default_factory=list)  # (wording, violation)
     seconds: float = 0.0
     runs: list[Run] = field(default_factory=list)
-    eras: set[str] = field(default_factory=set)  # the eras the host spoke in its runs (D-CNF-064), kept without them
+    eras: set[str] = field(default_factory=set)  # the eras the host spoke in its runs (D-CNF-066), kept without them
 
     @property
     def id(self) -> str:

@@ -14,7 +14,7 @@ of this connection still active afterwards; the connection's start and end are l
   reply is reworded (the code, stage, paths and everything else unchanged);
 * ``era``: ``"auto"`` (default: both, as the reference serves them), ``"2026"`` or ``"legacy"``
   — the one MCP era served; a request of the other era is refused as a server of one era
-  refuses it (``intentref host --era``, D-CNF-064).
+  refuses it (``intentref host --era``, D-CNF-066).
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def request_era(method: str, protocol_version: str) -> str:
 
 
 def refusal_of_the_other_era(served: str, method: str) -> MCPError:
-    """How a server speaking only ``served`` answers a request of the other era (D-CNF-064)."""
+    """How a server speaking only ``served`` answers a request of the other era (D-CNF-066)."""
     if served == "2026":
         # As the 2026-07-28 runner answers an initialize: the versions it does speak, so a
         # client in auto mode knows to stay modern.
@@ -284,7 +284,7 @@ async def serve_stream(server: Server[Any], read_stream: Any, write_stream: Any,
     """One stdio connection in ``era``: both as the SDK serves them (``auto``), or the one pinned.
 
     A pinned era runs the SDK's own loop of that era, which refuses the other era's opening
-    as a server of one era does (D-CNF-064): a client in auto mode that probes with
+    as a server of one era does (D-CNF-066): a client in auto mode that probes with
     ``server/discover`` may still fall back to the handshake on the same connection.
     """
     if era == "auto":
