@@ -14,7 +14,10 @@ use rest on choices an implementation may make differently:
   a target may have no way to pass them.  Targets already say so through ``unsupported``.
 
 A case needing something the target lacks is reported ``unsupported: needs …``, never
-``failed``: the implementation was not asked the question the case asks.
+``failed``: the implementation was not asked the question the case asks.  So is a case that
+opens two connections, or closes one, on a target whose connections are all one Bridge
+session (``Target.shared_session``: HTTP in the 2026-07-28 era, or a server that issued no
+session id, D-CNF-004, D-CNF-063).
 
 A target *declares* what it takes with a ``capabilities`` attribute (a collection of the
 names below); a declaration is believed.  A target without one is *probed* once: an
@@ -35,7 +38,7 @@ from typing import Any, Final
 from intentref.suite.cases.fixtures import Case
 from intentref.suite.targets.base import REFERENCE_CAPABILITIES as REFERENCE_CAPABILITIES
 from intentref.suite.targets.base import REPAIR_ATTEMPTS as REPAIR_ATTEMPTS
-from intentref.suite.targets.base import ConfigRejected, Target, TargetUnsupported
+from intentref.suite.targets.base import ConfigRejected, Target, TargetUnsupported, needs_separate_connections
 
 # REFERENCE_CAPABILITIES and REPAIR_ATTEMPTS live with the targets that declare them
 # (``targets`` must not import this module); they are re-exported here by name.
@@ -70,9 +73,19 @@ def unsupported_reason(case: Case, target: Target, suite_instances: Mapping[str,
     if reason is not None:  # D-CNF-030: say what the case needs before why the target lacks it
         return f"needs Bridge option(s) {', '.join(options)}: {reason}"
     reason = target.unsupported_case(case.data)
+    if reason is None:
+        reason = _one_session_reason(case, target)
     if reason is None and declared:
         reason = CAPABILITIES.reason(case.data, target, suite_instances)
     return reason
+
+
+def _one_session_reason(case: Case, target: Target) -> str | None:
+    """The case needs two Bridge sessions, and every connection to the target is one (D-CNF-004, D-CNF-063)."""
+    if not needs_separate_connections(case.data):
+        return None
+    shared = target.shared_session()
+    return None if shared is None else f"needs separate connections or a close; {shared}"
 
 
 def needs(case: Mapping[str, Any], instances: Mapping[str, Any]) -> list[str]:

@@ -1,8 +1,8 @@
 """``intentref host``: judge a host of the protocol by what it does.
 
     intentref host --command "my-host --server {server} --model {model} --request {request}"
-                   [--scenario FILE ...] [--level normative|reference] [--json F] [--junit F] [--html F]
-                   [--markdown F]
+                   [--scenario FILE ...] [--level normative|reference] [--era auto|2026|legacy]
+                   [--json F] [--junit F] [--html F] [--markdown F]
                    [--fuzz --seed N --count K [--out DIR]]
 
 Exit status: 0 when every scenario passes at the chosen level, 1 when one fails, 2 for a
@@ -39,6 +39,11 @@ def add_parser(sub: Any) -> None:
                    help="the host's command line with the placeholders {server}, {model} and {request}")  # fmt: skip
     p.add_argument("--http", action="store_true",
                    help="serve over streamable HTTP: the command takes {url} instead of {server}")  # fmt: skip
+    from intentref.suite.targets.registry import ERAS
+
+    p.add_argument("--era", choices=ERAS, default="auto",
+                   help="MCP era the judge's server speaks: auto (both, the host's choice; default), 2026 "
+                        "(2026-07-28) or legacy (initialize handshake)")  # fmt: skip
     p.add_argument("--scenario", action="append", default=[], metavar="FILE",
                    help="run this scenario file (repeatable; default: the catalogue conformance/hosts/*.json)")  # fmt: skip
     p.add_argument("--level", choices=("normative", "reference"), default="normative",
@@ -80,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
         if args.timeout <= 0 or args.jobs < 1 or args.count < 1:
             raise judge.UsageProblem("--timeout, --jobs and --count must be positive")
         if args.fuzz:
+            if args.era != "auto":
+                raise judge.UsageProblem("--fuzz serves both eras: give --era with the catalogue or --scenario")
             if args.scenario:
                 raise judge.UsageProblem(
                     "--fuzz draws its own scenarios: give --scenario or --fuzz, not both"
@@ -94,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
             return fuzz.run_fuzz(argv, seed=args.seed, count=args.count, out=out, level=args.level,
                                  timeout=args.timeout, jobs=args.jobs, http=args.http)  # fmt: skip
         paths = [pathlib.Path(p) for p in args.scenario] or judge.catalogue_paths()
-        scenarios = judge.load_scenarios(paths)
+        scenarios = [judge.with_era(scenario, args.era) for scenario in judge.load_scenarios(paths)]
     except judge.UsageProblem as problem:
         return _usage(str(problem))
     started = time.monotonic()
@@ -105,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     if (line := judge.never_ran(verdicts)) is not None:
         print(f"intentref host: {line}", file=sys.stderr)
         return CANNOT_RUN_STATUS
-    report = host_report(args.command, verdicts, args.level, time.monotonic() - started)
+    report = host_report(args.command, verdicts, args.level, time.monotonic() - started, args.era)
     console.print_scenarios(report)
     if args.json_out:
         output.write_json(args.json_out, report_document(report))
@@ -120,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     return FAIL_STATUS if report.tally[FAILED] else 0
 
 
-def host_report(command: str, verdicts: Sequence[Any], level: str, seconds: float) -> Report:
+def host_report(command: str, verdicts: Sequence[Any], level: str, seconds: float, era: str = "auto") -> Report:
     """The judge's verdicts as the suite's report: a row per scenario, its violations as lines and records."""
     from intentref.suite.cases.script import FAILED, PASSED
     from intentref.suite.host.judge import violation_line
@@ -135,8 +142,12 @@ def host_report(command: str, verdicts: Sequence[Any], level: str, seconds: floa
             for v in verdicts]  # fmt: skip
     passed = sum(row.outcome == PASSED for row in rows)
     title = f"intentref host: {passed} of {len(rows)} scenarios pass at {level} level"
-    return Report("intentref host", title, {"command": command, "level": level, "seconds": round(seconds, 3)}, rows,
-                  RULES_NOTE, failure_type="violation")  # fmt: skip
+    # The era the host spoke, as the server saw its calls (D-CNF-066): "2026+legacy" when it spoke both,
+    # "-" when it made no call at all.
+    spoken = set().union(*(v.eras for v in verdicts))
+    run_info = {"command": command, "level": level, "seconds": round(seconds, 3),
+                "era": "+".join(sorted(spoken)) or "-", "eraAsked": era}  # fmt: skip
+    return Report("intentref host", title, run_info, rows, RULES_NOTE, failure_type="violation")
 
 
 def report_document(report: Report) -> dict[str, Any]:
@@ -145,6 +156,7 @@ def report_document(report: Report) -> dict[str, Any]:
 
     return {
         "tool": report.name, "command": report.run_info["command"], "level": report.run_info["level"],
+        "era": report.run_info.get("era", "-"), "eraAsked": report.run_info.get("eraAsked", "auto"),
         "seconds": round(report.seconds, 3), "summary": {"scenarios": len(report.rows), "failed": report.tally[FAILED]},
         "scenarios": [
             {"id": row.id, "title": row.title, "level": row.level, "requirements": list(row.requirements),

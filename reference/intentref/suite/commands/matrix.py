@@ -58,6 +58,7 @@ class Implementation:
     kind: str  # reference, variant, faulty or user
     era: str = "auto"
     expected_failures: str | None = None
+    era_negotiated: str = "-"  # what its run spoke (D-CNF-066); "-": not MCP, or it never ran
     outcomes: dict[str, CaseOutcome] = field(default_factory=dict)
     error: str | None = None
     seconds: float = 0.0
@@ -185,6 +186,7 @@ def run_matrix(impls: list[Implementation], cases: list[Case], *, time_limit: fl
         for work in works:
             impl = by_key[work.key]
             impl.seconds = work.seconds
+            impl.era_negotiated = work.era or "-"
             if work.error is not None:
                 impl.error = f"could not start: {work.error}"
             elif flow is not None and time.monotonic() < deadline:
@@ -272,7 +274,8 @@ def document(impls: list[Implementation], cases: list[Case], wall: float, time_l
         "wallSeconds": round(wall, 3),
         "timeLimitSeconds": time_limit,
         "implementations": [
-            {"name": i.name, "spec": i.spec, "kind": i.kind, "era": i.era, "summary": _summary(i, columns[i.name])}
+            {"name": i.name, "spec": i.spec, "kind": i.kind, "era": i.era, "eraNegotiated": i.era_negotiated,
+             "summary": _summary(i, columns[i.name])}
             for i in impls
         ],
         "cases": entries,

@@ -31,12 +31,14 @@ from intentref.suite.host.judge import (
     DEFAULT_TIMEOUT,
     catalogue_paths,
     load_scenario,
+    served_era,
     verdict_of,
     wordings_of,
 )
 from intentref.suite.host.judge import ScenarioVerdict as Verdict
 from intentref.suite.host.serve import Recorder, _active_jobs, build_server, suite_instances
 from intentref.suite.host.trace import Run, read_timeline
+from intentref.suite.targets.mcp import EraChoice
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,7 @@ async def run_in_process(host: HostCoroutine, scenario: dict[str, Any], wording:
         recorder = Recorder(str(server_log), "in-process")
         bridge = create_intent_bridge({"instances": suite_instances()})
         session = bridge.connect()
-        behaviour = {"faults": scenario["server"]["faults"], "wording": wording}
+        behaviour = {"faults": scenario["server"]["faults"], "wording": wording, "era": served_era(scenario)}
         server = build_server(session, recorder, behaviour)
         model = ScriptedModel(scenario["model"], model_log)
         recorder.write("open", pid=None)
@@ -83,7 +85,8 @@ async def run_in_process(host: HostCoroutine, scenario: dict[str, Any], wording:
         finished = False
         started = time.monotonic()
         try:
-            async with Client(server) as client:
+            # The judge's client is the host's here: it speaks the era the server was pinned to.
+            async with Client(server, mode=EraChoice(served_era(scenario)).mode()) as client:
                 with anyio.move_on_after(timeout):
                     try:
                         reply = await host(client, model, json.loads(json.dumps(scenario["request"])))

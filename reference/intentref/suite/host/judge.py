@@ -131,6 +131,24 @@ def _package_root() -> str:
     return str(pathlib.Path(__file__).resolve().parents[3])
 
 
+def with_era(scenario: dict[str, Any], era: str) -> dict[str, Any]:
+    """``scenario`` with its server speaking ``era`` (``intentref host --era``, D-CNF-066)."""
+    return {**scenario, "server": {**scenario["server"], "era": era}}
+
+
+def served_era(scenario: dict[str, Any]) -> str:
+    """The era the judge's server speaks in ``scenario``: ``auto`` (both) unless ``--era`` pinned one."""
+    return str(scenario["server"].get("era", "auto"))
+
+
+def spoken_eras(run: Run) -> set[str]:
+    """The eras (``2026``, ``legacy``) the host's tool calls came in, as the server saw them (D-CNF-066)."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    return {"2026" if call.protocol in MODERN_PROTOCOL_VERSIONS else "legacy"
+            for call in run.calls if call.protocol is not None}  # fmt: skip
+
+
 def placeholder_values(folder: pathlib.Path, scenario: dict[str, Any], wording: str,
                        fork_socket: str | None = None) -> dict[str, str]:  # fmt: skip
     request = folder / "request.json"
@@ -138,7 +156,8 @@ def placeholder_values(folder: pathlib.Path, scenario: dict[str, Any], wording: 
     script = folder / "model-script.json"
     script.write_text(json.dumps(scenario["model"], ensure_ascii=False), "utf-8")
     behaviour = folder / "server-behaviour.json"
-    behaviour.write_text(json.dumps({"faults": scenario["server"]["faults"], "wording": wording}), "utf-8")
+    behaviour.write_text(json.dumps({"faults": scenario["server"]["faults"], "wording": wording,
+                                     "era": served_era(scenario)}), "utf-8")  # fmt: skip
     # A host's SDK may start its server with a bare environment (the Python and TypeScript
     # SDKs pass only PATH, HOME and the like), so the command carries its own import path.
     launcher = f"import sys; sys.path.insert(0, {_package_root()!r}); from intentref.suite.host.serve import main; sys.exit(main())"
@@ -277,6 +296,7 @@ class ScenarioVerdict:
     # One line per run in which the host never reached the server (its exit and the end of
     # its stderr): kept when the runs are dropped, for the one line of a host that cannot run.
     unreached: list[str] = field(default_factory=list)
+    eras: set[str] = field(default_factory=set)  # the eras the host spoke in its runs (D-CNF-066), kept without them
 
     @property
     def id(self) -> str:
@@ -301,6 +321,7 @@ def verdict_of(scenario: dict[str, Any], runs: Sequence[tuple[str, Run]]) -> Sce
     verdict = ScenarioVerdict(scenario)
     for wording, run in runs:
         verdict.runs.append(run)
+        verdict.eras |= spoken_eras(run)
         verdict.seconds += run.seconds
         if not reached_server(run):
             verdict.unreached.append(_how_it_ended(run))

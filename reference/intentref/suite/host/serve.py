@@ -11,7 +11,10 @@ of this connection still active afterwards; the connection's start and end are l
   call of this connection (1-based) is not passed to the Bridge: it gets a JSON-RPC error,
   or an ``isError`` result whose content is plain text and which has no structuredContent;
 * ``wording``: ``"reference"`` (default) or ``"alternate"`` — every ``message`` of an error
-  reply is reworded (the code, stage, paths and everything else unchanged).
+  reply is reworded (the code, stage, paths and everything else unchanged);
+* ``era``: ``"auto"`` (default: both, as the reference serves them), ``"2026"`` or ``"legacy"``
+  — the one MCP era served; a request of the other era is refused as a server of one era
+  refuses it (``intentref host --era``, D-CNF-066).
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ import mcp_types as types
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from mcp_types import INVALID_REQUEST, METHOD_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from intentref import Intent
 from intentref._paths import data_dir
@@ -93,6 +97,38 @@ def _active_jobs(session: Any) -> list[str]:
 ConnectionResolver = Callable[[ServerRequestContext[Any]], tuple[Any, str]]
 
 
+def request_era(method: str, protocol_version: str) -> str:
+    """The era a request belongs to: ``2026`` (2026-07-28) or ``legacy`` (the initialize handshake)."""
+    if method == "initialize" or protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        return "legacy"
+    return "2026"
+
+
+def refusal_of_the_other_era(served: str, method: str) -> MCPError:
+    """How a server speaking only ``served`` answers a request of the other era (D-CNF-066)."""
+    if served == "2026":
+        # As the 2026-07-28 runner answers an initialize: the versions it does speak, so a
+        # client in auto mode knows to stay modern.
+        return MCPError(UNSUPPORTED_PROTOCOL_VERSION, "this server speaks only the 2026-07-28 era (--era 2026)",
+                        {"supported": list(MODERN_PROTOCOL_VERSIONS)})  # fmt: skip
+    if method == "server/discover":
+        # What any handshake-era server answers: a client in auto mode falls back to initialize.
+        return MCPError(METHOD_NOT_FOUND, "Method not found", method)
+    return MCPError(INVALID_REQUEST, "this server speaks only the initialize handshake (--era legacy)",
+                    {"supported": list(HANDSHAKE_PROTOCOL_VERSIONS)})  # fmt: skip
+
+
+def era_pin(served: str) -> Any:
+    """Server middleware refusing every request that is not of the era ``served``."""
+
+    async def pin(ctx: Any, call_next: Any) -> Any:
+        if ctx.request_id is not None and request_era(ctx.method, ctx.protocol_version) != served:
+            raise refusal_of_the_other_era(served, ctx.method)
+        return await call_next(ctx)
+
+    return pin
+
+
 def build_server(connections: ConnectionResolver | Any, recorder: Recorder, behaviour: Mapping[str, Any],
                  lifespan: Any = None) -> Server[Any]:  # fmt: skip
     """The recording server; ``connections`` is one Bridge session (a stream) or a resolver (HTTP)."""
@@ -131,7 +167,11 @@ def build_server(connections: ConnectionResolver | Any, recorder: Recorder, beha
         return tool_result(reply)
 
     extra: dict[str, Any] = {} if lifespan is None else {"lifespan": lifespan}
-    return Server(SERVER_NAME, instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool, **extra)
+    server = Server(SERVER_NAME, instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool, **extra)
+    era = behaviour.get("era", "auto")
+    if era != "auto":
+        server.middleware.append(era_pin(era))
+    return server
 
 
 def suite_instances() -> dict[str, Any]:
@@ -229,7 +269,7 @@ async def serve(log: str, behaviour: Mapping[str, Any]) -> None:
     reason = "end of input"
     try:
         async with stdio_transport() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            await serve_stream(server, read_stream, write_stream, behaviour.get("era", "auto"))
     except asyncio.CancelledError:
         reason = "signal"
         raise
@@ -238,6 +278,34 @@ async def serve(log: str, behaviour: Mapping[str, Any]) -> None:
         recorder.write("close", reason=reason, active=_active_jobs(session))
         session.close()
         bridge.close()
+
+
+async def serve_stream(server: Server[Any], read_stream: Any, write_stream: Any, era: str) -> None:
+    """One stdio connection in ``era``: both as the SDK serves them (``auto``), or the one pinned.
+
+    A pinned era runs the SDK's own loop of that era, which refuses the other era's opening
+    as a server of one era does (D-CNF-066): a client in auto mode that probes with
+    ``server/discover`` may still fall back to the handshake on the same connection.
+    """
+    if era == "auto":
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+        return
+    from mcp.server.runner import (  # the SDK has no public one-era loop
+        _serve_legacy_stream,
+        _serve_modern_stream,
+    )
+
+    async with server.lifespan(server) as state:
+        try:
+            if era == "2026":
+                await _serve_modern_stream(server, read_stream, write_stream, lifespan_state=state,
+                                           raise_exceptions=False)  # fmt: skip
+            else:
+                await _serve_legacy_stream(server, read_stream, write_stream, lifespan_state=state, session_id=None,
+                                           init_options=server.create_initialization_options(),
+                                           raise_exceptions=False)  # fmt: skip
+        finally:
+            await write_stream.aclose()
 
 
 def main(argv: list[str] | None = None) -> int:

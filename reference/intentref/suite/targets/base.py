@@ -236,8 +236,10 @@ class Target(abc.ABC):
     (D-CNF-013), and a case with instances of its own is unsupported.
 
     ``separate_sessions``: each connection is a Bridge session of its own.  Not so over
-    HTTP in the 2026-07-28 era, which has no session (D-MCP-003): there every connection
-    shares one, and the properties open no second one.
+    HTTP in the 2026-07-28 era, which has no session (D-MCP-003), nor over HTTP with a
+    server that issued no session id (D-CNF-063): there every connection shares one, and
+    the properties open no second one.  ``shared_session`` says why, for the cases that
+    need two connections (``cases.capabilities``).
 
     ``negotiate`` and ``era_in_force``: the MCP era (D-CNF-052) of a target that has eras;
     a target without MCP says None to both.  ``findings``: what its user should hear of its
@@ -258,7 +260,11 @@ class Target(abc.ABC):
     @property
     def separate_sessions(self) -> bool:
         """Whether each connection is a Bridge session of its own (see the class's text)."""
-        return True
+        return self.shared_session() is None
+
+    def shared_session(self) -> str | None:
+        """Why every connection to this target is one Bridge session, or None (the default)."""
+        return None
 
     def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
         """Why a run with these Bridge options cannot be made here, or None."""
@@ -305,6 +311,25 @@ class Target(abc.ABC):
 
     def close(self) -> None:
         """Release everything the target started."""
+
+
+def connections_of(case: dict[str, Any]) -> int:
+    """How many connections the case opens: a session name opens one on first use and after ``close``."""
+    open_names: set[str] = set()
+    count = 0
+    for step in case["steps"]:
+        name = step.get("session", "main")
+        if step["op"] == "close":
+            open_names.discard(name)
+        elif step["op"] != "sleep" and name not in open_names:
+            open_names.add(name)
+            count += 1
+    return count
+
+
+def needs_separate_connections(case: dict[str, Any]) -> bool:
+    """Whether the case opens two connections, or closes one: it needs each to be a Bridge session of its own."""
+    return connections_of(case) > 1 or any(step["op"] == "close" for step in case["steps"])
 
 
 def program_problem(program: str) -> str | None:

@@ -52,6 +52,7 @@ from intentref.suite.targets.base import (
     TargetCannotStart,
     TargetUnsupported,
 )
+from intentref.suite.targets.base import connections_of as connections_of  # its home before D-CNF-063
 from intentref.suite.targets.harness import dumps_wire
 from intentref.suite.targets.transport import CLOSE_GRACE, ProcessInfo, tapped
 
@@ -69,20 +70,6 @@ _CLIENT_MODES: Final = {"2026": "2026-07-28", "legacy": "legacy", "auto": "auto"
 _PINNED: Final = {"2026": ("the 2026-07-28 era", "legacy"), "legacy": ("the initialize handshake", "2026")}
 
 # --------------------------------------------------------------------------- case analysis
-
-
-def connections_of(case: dict[str, Any]) -> int:
-    """How many connections the case opens: a session name opens one on first use and after ``close``."""
-    open_names: set[str] = set()
-    count = 0
-    for step in case["steps"]:
-        name = step.get("session", "main")
-        if step["op"] == "close":
-            open_names.discard(name)
-        elif step["op"] != "sleep" and name not in open_names:
-            open_names.add(name)
-            count += 1
-    return count
 
 
 def _same_json(a: Any, b: Any) -> bool:

@@ -41,7 +41,6 @@ from intentref.suite.targets.mcp import (
     ConnectionRun,
     ConnectionSession,
     McpTarget,
-    connections_of,
 )
 from intentref.suite.targets.mcp_stdio import reference_program
 from intentref.suite.targets.zygote import ForkedServer
@@ -60,10 +59,12 @@ class HttpTarget(McpTarget):
     """A server already listening on streamable HTTP; its configuration is its own.
 
     The server must serve ``conformance/instances.json`` (``http-reference`` starts the
-    bundled one so).  Handshake era: each session is its own MCP session.  2026-07-28 era:
-    requests carry no session, one Bridge session owns every job (D-MCP-003), so cases
-    needing several connections or a close are unsupported (D-CNF-004).  The runner's
-    workers each open their own sessions, so cases run side by side.
+    bundled one so).  Handshake era: each session is its own MCP session, if the server
+    issues session ids; one that issued none at the first handshake cannot tell clients
+    apart (D-CNF-063).  2026-07-28 era: requests carry no session, one Bridge session owns
+    every job (D-MCP-003).  In either case the cases needing several connections or a close
+    are unsupported (D-CNF-004).  The runner's workers each open their own sessions, so
+    cases run side by side.
     """
 
     # Its instances are the server's own: the CLI checks it serves the suite's first (D-CNF-013).
@@ -78,6 +79,8 @@ class HttpTarget(McpTarget):
         self.name = name or f"http: {url}"
         self._keep_alive: HttpKeepAlive | None = None
         self._probe_lock = threading.Lock()
+        # Whether the server issued an Mcp-Session-Id at the first handshake (D-CNF-063).
+        self._issued_session_id: bool | None = None
 
     def keep_alive(self) -> HttpKeepAlive:
         """Kept alive or one per request: probed once, with the first connection (D-CNF-056)."""
@@ -96,10 +99,19 @@ class HttpTarget(McpTarget):
             self.connection().close()
         return self.era.era
 
-    @property
-    def separate_sessions(self) -> bool:
-        """The 2026-07-28 era over HTTP has no session: every connection shares one (D-MCP-003)."""
-        return self.negotiate() != "2026"
+    def issues_session_ids(self) -> bool:
+        """Whether the server issued an Mcp-Session-Id at its first handshake, connecting now if none was made."""
+        if self._issued_session_id is None:
+            self.connection().close()
+        return bool(self._issued_session_id)
+
+    def shared_session(self) -> str | None:
+        if self.negotiate() == "2026":
+            return "2026-07-28 HTTP requests carry no session and share one Bridge session (D-MCP-003, D-CNF-004)"
+        if not self.issues_session_ids():
+            return ("the server issued no session id (Mcp-Session-Id) at its handshake, so it cannot tell "
+                    "two HTTP clients apart (D-CNF-063)")  # fmt: skip
+        return None
 
     def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
         if bridge_options:
@@ -109,18 +121,19 @@ class HttpTarget(McpTarget):
     def unsupported_case(self, case: dict[str, Any]) -> str | None:
         if "setup" in case:
             return "an HTTP server is already configured; its instances cannot be replaced per case"
-        if self.negotiate() == "2026" and (connections_of(case) > 1 or any(s["op"] == "close" for s in case["steps"])):
-            return ("needs separate connections or a close; 2026-07-28 HTTP requests carry no session and "
-                    "share one Bridge session (D-MCP-003, D-CNF-004)")  # fmt: skip
         return None
 
     def connection(self) -> Connection:
         keep_alive = self.keep_alive()
+        seen = SessionIdSeen()
 
         def transport() -> Any:
-            return _http_transport(self.url, self.timeout, keep_alive)
+            return _http_transport(self.url, self.timeout, keep_alive, seen)
 
-        return Connection(self, transport, max(3 * self.timeout, 30.0), address=self.url)
+        connection = Connection(self, transport, max(3 * self.timeout, 30.0), address=self.url)
+        if self._issued_session_id is None:  # the first handshake's answer is the server's (D-CNF-063)
+            self._issued_session_id = seen.issued
+        return connection
 
     def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run:
         reason = self.unsupported(bridge_options)
@@ -265,11 +278,23 @@ class HttpReference:
 
 
 @contextlib.asynccontextmanager
-async def _http_transport(url: str, timeout: float, keep_alive: HttpKeepAlive) -> AsyncIterator[Any]:
+async def _http_transport(url: str, timeout: float, keep_alive: HttpKeepAlive, seen: SessionIdSeen) -> AsyncIterator[Any]:
     transport = httpx2.AsyncHTTPTransport(verify=tls_context(), socket_options=NODELAY, limits=keep_alive.limits())
-    http = WireHttpClient(timeout=httpx2.Timeout(max(timeout, 30.0), read=300.0), transport=transport)
+    http = WireHttpClient(timeout=httpx2.Timeout(max(timeout, 30.0), read=300.0), transport=transport,
+                          event_hooks={"response": [seen.observe]})  # fmt: skip
     async with http, streamable_http_client(url, http_client=http) as streams:
         yield streams
+
+
+@dataclass
+class SessionIdSeen:
+    """Whether any reply on one connection carried an Mcp-Session-Id header (D-CNF-063)."""
+
+    issued: bool = False
+
+    async def observe(self, response: httpx2.Response) -> None:
+        if response.headers.get("mcp-session-id"):
+            self.issued = True
 
 
 class WireHttpClient(httpx2.AsyncClient):
