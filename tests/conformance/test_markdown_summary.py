@@ -91,7 +91,8 @@ def test_a_table_cell_and_a_diff_line_keep_markdowns_special_characters() -> Non
 
 
 def test_the_host_judge_writes_the_same_summary(tmp_path: Path) -> None:
-    # It starts the server it is given, so it reached it; then it prints no reply (D-HST-001).
+    # It starts the server it is given, so it reached it; then it prepares nothing and prints no
+    # reply: the loop rule (R-HST-016) is its first violation, the contract (D-HST-001) the next.
     script = 'eval "$1" </dev/null >/dev/null 2>&1; echo not json'
     host = f"/bin/sh -c {shlex.quote(script)} host {{server}} {{model}} {{request}}"
     step_summary = tmp_path / "step.md"
@@ -101,7 +102,8 @@ def test_the_host_judge_writes_the_same_summary(tmp_path: Path) -> None:
     text = read(tmp_path / "h.md")
     page = parse(text)
     assert page.headings[0] == (2, "intentref host: 0 of 1 scenarios pass at normative level")
-    assert any(item.startswith("HST-002 failed") and "D-HST-001 (contract)" in item for item in page.items)
+    assert any(item.startswith("HST-002 failed") and "R-HST-016 (normative) HST-002 outcome" in item
+               for item in page.items), page.items  # fmt: skip
     assert read(step_summary).endswith(text)
 
 
