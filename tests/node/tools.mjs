@@ -3,6 +3,8 @@
 // malformed call before any Bridge sees it. Shared by ts_server.mjs (stdio) and
 // ts_http_server.mjs (streamable HTTP).
 
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { z } from "zod";
 
 // Seed 000 "工具与 session 方法": PrepareRequest = IntentParseRequest + instance, AcceptRequest,
@@ -69,4 +71,43 @@ export function registerProxiedTools(server, upstream) {
 /** The upstream reference's command line: `--upstream CMD`, else env INTENT_UPSTREAM, else `intent-runtime-mcp`; split on spaces. */
 export function upstreamCommand(given) {
   return (given ?? process.env.INTENT_UPSTREAM ?? "intent-runtime-mcp").trim().split(/\s+/);
+}
+
+/**
+ * Start the upstream reference over stdio with the instances file `config` and connect `name`'s
+ * SDK Client to it. When it exits before the handshake (it refused the configuration), say why in
+ * one stderr line of `prog`'s own and exit 1; once serving, its stderr is the operator's, on ours.
+ */
+export async function connectUpstream({ prog, name, config, upstream }) {
+  const [command, ...upstreamArgs] = upstreamCommand(upstream);
+  const transport = new StdioClientTransport({
+    command,
+    args: [...upstreamArgs, "--config", config],
+    env: process.env, // the whole environment, not the SDK's safe subset: this is our own child
+    stderr: "pipe",
+  });
+  const stderr = transport.stderr; // available before start
+  let startupLog = "";
+  const collect = (chunk) => (startupLog += chunk);
+  stderr.setEncoding("utf8");
+  stderr.on("data", collect);
+  const client = new Client({ name, version: "0.1.0" });
+  try {
+    await client.connect(transport);
+  } catch (error) {
+    await new Promise((resolve) => {
+      if (stderr.readableEnded) resolve();
+      stderr.once("end", resolve);
+      setTimeout(resolve, 1000).unref();
+    });
+    const lines = startupLog.split("\n").map((line) => line.trim()).filter(Boolean);
+    const why = lines.find((line) => line.includes("configuration fault")) ?? lines.at(-1) ?? String(error?.message ?? error);
+    process.stderr.write(`${prog}: configuration refused: ${why}\n`);
+    await client.close().catch(() => {});
+    process.exit(1);
+  }
+  stderr.off("data", collect);
+  process.stderr.write(startupLog);
+  stderr.pipe(process.stderr);
+  return client;
 }

@@ -26,9 +26,7 @@ import process from "node:process";
 import { parseArgs } from "node:util";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { registerProxiedTools, upstreamCommand } from "./tools.mjs";
+import { registerProxiedTools, connectUpstream } from "./tools.mjs";
 
 const { values: opts } = parseArgs({
   options: { config: { type: "string" }, upstream: { type: "string" } },
@@ -37,42 +35,9 @@ if (!opts.config) {
   process.stderr.write("usage: node ts_server.mjs --config FILE [--upstream CMD]\n");
   process.exit(1);
 }
-const [command, ...upstreamArgs] = upstreamCommand(opts.upstream);
-
-// --------------------------------------------------------------------------- the upstream
-
-const upstreamTransport = new StdioClientTransport({
-  command,
-  args: [...upstreamArgs, "--config", opts.config],
-  env: process.env, // the whole environment, not the SDK's safe subset: this is our own child
-  stderr: "pipe",
+const upstream = await connectUpstream({
+  prog: "ts-server", name: "ts-server-proxy", config: opts.config, upstream: opts.upstream,
 });
-const upstreamStderr = upstreamTransport.stderr; // available before start
-let startupLog = "";
-const collectStartupLog = (chunk) => (startupLog += chunk);
-upstreamStderr.setEncoding("utf8");
-upstreamStderr.on("data", collectStartupLog);
-
-const upstream = new Client({ name: "ts-server-proxy", version: "0.1.0" });
-try {
-  await upstream.connect(upstreamTransport);
-} catch (error) {
-  // It exited (or broke) before the handshake completed: say why in one line of our own.
-  await new Promise((resolve) => {
-    if (upstreamStderr.readableEnded) resolve();
-    upstreamStderr.once("end", resolve);
-    setTimeout(resolve, 1000).unref();
-  });
-  const lines = startupLog.split("\n").map((line) => line.trim()).filter(Boolean);
-  const why = lines.find((line) => line.includes("configuration fault")) ?? lines.at(-1) ?? String(error?.message ?? error);
-  process.stderr.write(`ts-server: configuration refused: ${why}\n`);
-  await upstream.close().catch(() => {});
-  process.exit(1);
-}
-// Serving: what the upstream logs from now on is the operator's, on our stderr.
-upstreamStderr.off("data", collectStartupLog);
-process.stderr.write(startupLog);
-upstreamStderr.pipe(process.stderr);
 
 // --------------------------------------------------------------------------- the server
 

@@ -33,9 +33,7 @@ import { parseArgs } from "node:util";
 import { McpServer, createMcpHandler } from "@modelcontextprotocol/server";
 import { serveStdio } from "@modelcontextprotocol/server/stdio";
 import { toNodeHandler } from "@modelcontextprotocol/node";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { TOOLS, upstreamCommand } from "./tools.mjs";
+import { TOOLS, connectUpstream } from "./tools.mjs";
 
 const { values: opts } = parseArgs({
   options: {
@@ -49,40 +47,9 @@ if (!opts.config) {
   process.stderr.write("usage: node ts_v2_server.mjs --config FILE [--http] [--port N] [--upstream CMD]\n");
   process.exit(1);
 }
-const [command, ...upstreamArgs] = upstreamCommand(opts.upstream);
-
-// --------------------------------------------------------------------------- the upstream
-
-const upstreamTransport = new StdioClientTransport({
-  command,
-  args: [...upstreamArgs, "--config", opts.config],
-  env: process.env, // the whole environment, not the SDK's safe subset: this is our own child
-  stderr: "pipe",
+const upstream = await connectUpstream({
+  prog: "ts-v2-server", name: "ts-v2-server-proxy", config: opts.config, upstream: opts.upstream,
 });
-const upstreamStderr = upstreamTransport.stderr; // available before start
-let startupLog = "";
-const collectStartupLog = (chunk) => (startupLog += chunk);
-upstreamStderr.setEncoding("utf8");
-upstreamStderr.on("data", collectStartupLog);
-
-const upstream = new Client({ name: "ts-v2-server-proxy", version: "0.1.0" });
-try {
-  await upstream.connect(upstreamTransport);
-} catch (error) {
-  await new Promise((resolve) => {
-    if (upstreamStderr.readableEnded) resolve();
-    upstreamStderr.once("end", resolve);
-    setTimeout(resolve, 1000).unref();
-  });
-  const lines = startupLog.split("\n").map((line) => line.trim()).filter(Boolean);
-  const why = lines.find((line) => line.includes("configuration fault")) ?? lines.at(-1) ?? String(error?.message ?? error);
-  process.stderr.write(`ts-v2-server: configuration refused: ${why}\n`);
-  await upstream.close().catch(() => {});
-  process.exit(1);
-}
-upstreamStderr.off("data", collectStartupLog);
-process.stderr.write(startupLog);
-upstreamStderr.pipe(process.stderr);
 
 // --------------------------------------------------------------------------- the factory
 
