@@ -118,3 +118,23 @@ export async function runSeedFlow(client, summary) {
   check(unknown.kind === "error", `unknown job: expected an error, got ${JSON.stringify(unknown)}`);
   summary.error = { kind: unknown.kind, isError: true, code: unknown.error.code };
 }
+
+/**
+ * Connect `client` (`connect` fills in what this SDK says of the server), run the seed flow,
+ * and print the summary as one JSON line: `ok`, or `failure` with the end of the server's
+ * stderr (`stderrOf()`). The exit status is 0 only when the flow ran to its result.
+ */
+export async function reportSeedFlow(client, connect, summary, stderrOf) {
+  try {
+    await connect();
+    await runSeedFlow(client, summary);
+    summary.ok = true;
+  } catch (error) {
+    summary.failure = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    summary.stderr = stderrOf().slice(-4000);
+  } finally {
+    await client.close().catch(() => {});
+  }
+  process.stdout.write(JSON.stringify(summary) + "\n");
+  process.exitCode = summary.ok ? 0 : 1;
+}

@@ -14,7 +14,7 @@
 import { readFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { runSeedFlow } from "./seed_flow.mjs";
+import { reportSeedFlow } from "./seed_flow.mjs";
 
 async function main() {
   const [configFile, command = "intent-runtime-mcp"] = process.argv.slice(2);
@@ -39,23 +39,13 @@ async function main() {
   };
   const client = new Client({ name: "intentref-ts-client", version: "0.0.0" });
   const summary = { ok: false, sdk: { name: "@modelcontextprotocol/sdk", version: sdkVersion } };
-  try {
+  await reportSeedFlow(client, async () => {
     await client.connect(transport);
     summary.protocolVersion = protocolVersion;
     summary.server = client.getServerVersion();
     summary.capabilities = client.getServerCapabilities();
     summary.hasInstructions = typeof client.getInstructions() === "string" && client.getInstructions().length > 0;
-
-    await runSeedFlow(client, summary);
-    summary.ok = true;
-  } catch (error) {
-    summary.failure = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-    summary.stderr = stderr.slice(-4000);
-  } finally {
-    await client.close().catch(() => {});
-  }
-  process.stdout.write(JSON.stringify(summary) + "\n");
-  process.exitCode = summary.ok ? 0 : 1;
+  }, summary, () => stderr);
 }
 
 await main();

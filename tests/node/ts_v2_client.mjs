@@ -14,7 +14,7 @@ import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
-import { runSeedFlow } from "./seed_flow.mjs";
+import { reportSeedFlow } from "./seed_flow.mjs";
 
 const MODES = { 2026: { pin: "2026-07-28" }, legacy: "legacy" };
 
@@ -50,17 +50,8 @@ const client = new Client(
   { versionNegotiation: { mode: MODES[opts.era] } },
 );
 const summary = { ok: false, sdk: { name: "@modelcontextprotocol/client", version: sdkVersion }, era: opts.era };
-try {
+await reportSeedFlow(client, async () => {
   await client.connect(transport);
   summary.protocolVersion = client.getNegotiatedProtocolVersion() ?? null;
   summary.server = client.getServerVersion();
-  await runSeedFlow(client, summary);
-  summary.ok = true;
-} catch (error) {
-  summary.failure = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  summary.stderr = stderr.slice(-4000);
-} finally {
-  await client.close().catch(() => {});
-}
-process.stdout.write(JSON.stringify(summary) + "\n");
-process.exitCode = summary.ok ? 0 : 1;
+}, summary, () => stderr);
