@@ -55,8 +55,13 @@ def test_the_timed_cases_are_those_that_sleep_against_a_positive_ttl() -> None:
 def test_a_case_whose_step_ran_late_once_runs_again_and_passes(tmp_path: Path) -> None:
     # The first accept reaches the Bridge 1.4 s after the prepare: past the 1000 ms TTL.
     outcome = _run("--target python:tests.conformance.late_target:late_first_run", "CAP-0063", tmp_path=tmp_path)["CAP-0063"]
-    assert outcome["outcome"] == "passed", outcome
-    assert "run again at 5 times its TTLs and sleeps" in outcome["detail"] and "D-CNF-058" in outcome["detail"]
+    # It runs again at five times the timing and passes; only a machine so busy that the wider
+    # run is 1.25 s late too makes it unsupported, with the reason. Never failed.
+    if outcome["outcome"] == "unsupported":
+        assert "too busy for the case's timing" in outcome["detail"], outcome
+    else:
+        assert outcome["outcome"] == "passed", outcome
+        assert "run again at 5 times its TTLs and sleeps" in outcome["detail"] and "D-CNF-058" in outcome["detail"]
 
 
 def test_a_case_late_at_every_timing_is_unsupported_with_the_reason(tmp_path: Path) -> None:
@@ -65,11 +70,15 @@ def test_a_case_late_at_every_timing_is_unsupported_with_the_reason(tmp_path: Pa
     assert "too busy for the case's timing" in outcome["detail"] and "D-CNF-058" in outcome["detail"]
 
 
-def test_a_real_failure_on_time_is_not_run_again(tmp_path: Path) -> None:
+def test_a_real_failure_fails_at_any_timing(tmp_path: Path) -> None:
     # This variant answers an expired job with another code (D-ERR-005): wrong at any timing.
+    # On time it is judged as it ran; late, it runs again wider and fails the same way, so
+    # the verdict does not depend on how busy this machine is.
     outcome = _run("--target variant:other-codes", "CAP-0063", tmp_path=tmp_path)["CAP-0063"]
     assert outcome["outcome"] == "failed", outcome
-    assert "D-CNF-058" not in outcome["detail"]
+    assert outcome["failedStep"] == 3 and "BRIDGE_JOB_EXPIRED" in outcome["mismatches"][0], outcome
+    ran_again = "D-CNF-058" in outcome["detail"]
+    assert not ran_again or "run again at 5 times its TTLs and sleeps" in outcome["detail"], outcome
 
 
 def _cpu_cgroup() -> Path | None:
