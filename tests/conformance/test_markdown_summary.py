@@ -8,7 +8,6 @@ failed case left out fails the test.
 from __future__ import annotations
 
 import json
-import shlex
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ import pytest
 from intentref.suite.reports.markdown import LISTED_PROBLEMS, summary
 from intentref.suite.reports.model import Report, Row
 from tests.conformance.ci_support import cases_by_id, intentref, parse, read
-from tests.host.host_support import PYTHON_HOST, python_command, scenario_path
+from tests.host.host_support import PYTHON_HOST, python_command, reaching_host, scenario_path
 
 OUTCOME_COLUMNS = ["cases", "passed", "failed", "unsupported", "errored"]
 
@@ -93,8 +92,7 @@ def test_a_table_cell_and_a_diff_line_keep_markdowns_special_characters() -> Non
 def test_the_host_judge_writes_the_same_summary(tmp_path: Path) -> None:
     # It starts the server it is given, so it reached it; then it prepares nothing and prints no
     # reply: the loop rule (R-HST-016) is its first violation, the contract (D-HST-001) the next.
-    script = 'eval "$1" </dev/null >/dev/null 2>&1; echo not json'
-    host = f"/bin/sh -c {shlex.quote(script)} host {{server}} {{model}} {{request}}"
+    host = reaching_host("echo not json")
     step_summary = tmp_path / "step.md"
     done = intentref("host", "--command", host, "--scenario", str(scenario_path("HST-002")),
                      "--markdown", str(tmp_path / "h.md"), env={"GITHUB_STEP_SUMMARY": str(step_summary)})  # fmt: skip

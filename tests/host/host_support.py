@@ -36,3 +36,14 @@ def run_judge(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[s
 
 def normative_rules(report: dict[str, Any]) -> set[str]:
     return {v["rule"] for s in report["scenarios"] for v in s["violations"] if v["level"] in ("normative", "contract")}
+
+
+def shell_host(script: str) -> str:
+    """A host that is one shell command: it ignores the model, and the server too."""
+    return f"/bin/sh -c {shlex.quote(script)} host {{server}} {{model}} {{request}}"
+
+
+def reaching_host(script: str) -> str:
+    """A one-command host that first starts the server it is given (and closes it at once):
+    it reaches the server, so the judge judges what it does next."""
+    return shell_host(f'eval "$1" </dev/null >/dev/null 2>&1; {script}')

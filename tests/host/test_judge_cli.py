@@ -15,7 +15,15 @@ import time
 
 import pytest
 
-from tests.host.host_support import NODE, PYTHON_HOST, python_command, run_judge, scenario_path
+from tests.host.host_support import (
+    NODE,
+    PYTHON_HOST,
+    python_command,
+    reaching_host,
+    run_judge,
+    scenario_path,
+    shell_host,
+)
 
 GOOD = python_command(PYTHON_HOST)
 
@@ -56,20 +64,9 @@ def test_a_scenario_file_that_breaks_the_schema_is_a_command_line_mistake(tmp_pa
         assert done.returncode == 2 and expected in done.stderr and done.stdout == "", done.stderr
 
 
-def _shell_host(script: str) -> str:
-    """A host that is one shell command: it ignores the model, and the server too."""
-    return f"/bin/sh -c {shlex.quote(script)} host {{server}} {{model}} {{request}}"
-
-
-def _reaching_host(script: str) -> str:
-    """A one-command host that first starts the server it is given (and closes it at once):
-    it reaches the server, so the judge judges what it does next."""
-    return _shell_host(f'eval "$1" </dev/null >/dev/null 2>&1; {script}')
-
-
 def test_a_host_that_prints_no_reply_breaks_the_contract(tmp_path):
     report_file, html_file = tmp_path / "r.json", tmp_path / "r.html"
-    done = run_judge("--command", _reaching_host("echo not json"), "--scenario", str(scenario_path("HST-002")),
+    done = run_judge("--command", reaching_host("echo not json"), "--scenario", str(scenario_path("HST-002")),
                      "--json", str(report_file), "--html", str(html_file), timeout=120)  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
     violations = json.loads(report_file.read_text("utf-8"))["scenarios"][0]["violations"]
@@ -84,7 +81,7 @@ def test_a_host_that_prints_no_reply_breaks_the_contract(tmp_path):
 def test_a_host_that_prints_an_invented_reply_is_caught(tmp_path):
     invented = json.dumps({"kind": "error", "error": "not an object"})
     report_file = tmp_path / "r.json"
-    done = run_judge("--command", _reaching_host(f"echo {shlex.quote(invented)}"), "--scenario",
+    done = run_judge("--command", reaching_host(f"echo {shlex.quote(invented)}"), "--scenario",
                      str(scenario_path("HST-002")), "--json", str(report_file), timeout=120)  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
     rules = {v["rule"] for v in json.loads(report_file.read_text("utf-8"))["scenarios"][0]["violations"]}
@@ -94,7 +91,7 @@ def test_a_host_that_prints_an_invented_reply_is_caught(tmp_path):
 def test_a_host_that_never_exits_is_stopped_and_reported(tmp_path):
     report_file = tmp_path / "r.json"
     started = time.monotonic()
-    done = run_judge("--command", _reaching_host("sleep 60"), "--scenario", str(scenario_path("HST-002")),
+    done = run_judge("--command", reaching_host("sleep 60"), "--scenario", str(scenario_path("HST-002")),
                      "--timeout", "2", "--json", str(report_file), timeout=120)  # fmt: skip
     assert done.returncode == 1
     assert time.monotonic() - started < 40
@@ -104,7 +101,7 @@ def test_a_host_that_never_exits_is_stopped_and_reported(tmp_path):
 
 @pytest.mark.parametrize(
     ("host", "said"),
-    [(_shell_host("exit 1"), "exit status 1; no stderr"),
+    [(shell_host("exit 1"), "exit status 1; no stderr"),
      (f"{NODE} no-such-host.mjs {{server}} {{model}} {{request}}", "Cannot find module"),
      (f"{sys.executable} no_such_host.py {{server}} {{model}} {{request}}", "No such file or directory")],
 )  # fmt: skip
@@ -120,14 +117,14 @@ def test_a_host_that_never_reaches_the_server_cannot_run_status_3(tmp_path, host
 
 
 def test_a_fuzz_run_of_a_host_that_never_reaches_the_server_is_status_3(tmp_path):
-    done = run_judge("--command", _shell_host("exit 1"), "--fuzz", "--count", "2", "--out", str(tmp_path), timeout=300)
+    done = run_judge("--command", shell_host("exit 1"), "--fuzz", "--count", "2", "--out", str(tmp_path), timeout=300)
     assert done.returncode == 3, done.stdout + done.stderr
     assert "never reached the server" in done.stderr and "pass" not in done.stdout
 
 
 def test_a_host_that_reaches_the_server_and_stops_is_judged_by_the_loop_rule(tmp_path):
     report_file = tmp_path / "r.json"
-    done = run_judge("--command", _reaching_host("exit 1"), "--scenario", str(scenario_path("HST-002")),
+    done = run_judge("--command", reaching_host("exit 1"), "--scenario", str(scenario_path("HST-002")),
                      "--json", str(report_file), timeout=120)  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
     violations = json.loads(report_file.read_text("utf-8"))["scenarios"][0]["violations"]
