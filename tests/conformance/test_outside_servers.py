@@ -27,6 +27,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.proven_sdks import check_row
+
 ROOT = Path(__file__).resolve().parents[2]
 PLAIN_SERVER = ROOT / "tests" / "outside" / "plain_sdk_server.py"
 NODE_DIR = ROOT / "tests" / "node"
@@ -78,6 +80,7 @@ def test_a_server_on_the_python_sdks_low_level_server_passes_every_normative_cas
     document = _suite(f"{sys.executable} {PLAIN_SERVER} --config {{config}}", tmp_path)
     _judged_as_seed_000_allows(document)
     assert document["runInfo"]["eraAsked"] == "auto" and document["runInfo"]["era"] == "2026"
+    check_row(PLAIN_SERVER.name, "stdio", "2026", (c["outcome"] for c in document["cases"]))
 
 
 def test_a_server_on_the_typescript_sdk_passes_every_normative_case_in_the_era_it_speaks(tmp_path: Path) -> None:
@@ -86,6 +89,7 @@ def test_a_server_on_the_typescript_sdk_passes_every_normative_case_in_the_era_i
     _judged_as_seed_000_allows(document)
     # The default era is negotiated: this SDK speaks only the initialize handshake.
     assert document["runInfo"]["eraAsked"] == "auto" and document["runInfo"]["era"] == "legacy"
+    check_row(TS_SERVER.name, "stdio", "legacy", (c["outcome"] for c in document["cases"]))
 
 
 def test_a_streamable_http_server_on_the_typescript_sdk_passes_every_normative_case(tmp_path: Path) -> None:
@@ -123,6 +127,7 @@ def test_a_streamable_http_server_on_the_typescript_sdk_passes_every_normative_c
     assert sum(c["outcome"] == "passed" for c in document["cases"]) > len(unsupported)
     assert "findings" not in document["runInfo"]  # Node sends at once: connections stay alive
     assert document["runInfo"]["eraAsked"] == "auto" and document["runInfo"]["era"] == "legacy"
+    check_row(TS_HTTP_SERVER.name, "HTTP", "legacy", (c["outcome"] for c in document["cases"]))
 
 
 def test_pinning_an_era_the_server_does_not_speak_is_one_line_naming_the_option() -> None:

@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from tests.proven_sdks import check_row
+
 ROOT = Path(__file__).resolve().parents[2]
 NODE_DIR = ROOT / "tests" / "node"
 TS_V2_SERVER = NODE_DIR / "ts_v2_server.mjs"
@@ -55,7 +57,7 @@ def _judged(target: list[str], era: str, tmp_path: Path) -> dict[str, Any]:
     assert document["runInfo"]["era"] == era and document["runInfo"]["eraAsked"] == era
     counts = Counter(c["outcome"] for c in document["cases"])
     assert counts["passed"] > counts["unsupported"]
-    print(f"{era} {target[0]}: {dict(sorted(counts.items()))}")  # the figures issue 37 asks for (-s)
+    check_row(TS_V2_SERVER.name, "stdio" if target[0] == "--stdio" else "HTTP", era, counts.elements())
     return document
 
 
