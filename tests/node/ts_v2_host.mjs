@@ -5,7 +5,8 @@
 //
 // The Client negotiates (`auto`: it asks `server/discover` and falls back to the initialize
 // handshake), so one command passes `intentref host --era 2026` and `--era legacy` alike;
-// tests/host/test_v2_host.py runs both.
+// tests/host/test_v2_host.py runs both. Over stdio the SDK probes on a second, short-lived
+// server process started from {server}: the judge sees one more connection, making no call.
 
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
