@@ -16,7 +16,8 @@ All follow the seeds, so every normative case must pass on them: none failed, no
 The cases their SDKs refuse at the protocol layer (D-CNF-055) and, over stdio, those their
 refusal to start decides (D-CNF-051) are checked by name, so a run that never reached those paths
 cannot pass this test.  The command line is the README's, through the installed console
-script's module, exactly as a user types it.
+script's module, exactly as a user types it.  Each run's counts are its row of README's "What
+your server meets" (tests/proven_sdks.py).
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ on Node's own HTTP server; the SDK speaks both eras, so each era is judged on ea
 It follows the seeds, so every normative case must pass or be unsupported with a stated
 reason: none failed, none errored.  Over HTTP in the handshake era the SDK's stateless fallback
 issues no ``Mcp-Session-Id``: the cases needing two connections are unsupported for it
-(D-CNF-063), never failed.
+(D-CNF-063), never failed.  Each run's counts are its row of README's "What your server meets"
+(tests/proven_sdks.py).
 """
 
 from __future__ import annotations
