@@ -16,7 +16,8 @@ All follow the seeds, so every normative case must pass on them: none failed, no
 The cases their SDKs refuse at the protocol layer (D-CNF-055) and, over stdio, those their
 refusal to start decides (D-CNF-051) are checked by name, so a run that never reached those paths
 cannot pass this test.  The command line is the README's, through the installed console
-script's module, exactly as a user types it.
+script's module, exactly as a user types it.  Each run's counts are its row of README's "What
+your server meets" (tests/proven_sdks.py).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from tests.proven_sdks import check_row
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAIN_SERVER = ROOT / "tests" / "outside" / "plain_sdk_server.py"
@@ -78,6 +81,7 @@ def test_a_server_on_the_python_sdks_low_level_server_passes_every_normative_cas
     document = _suite(f"{sys.executable} {PLAIN_SERVER} --config {{config}}", tmp_path)
     _judged_as_seed_000_allows(document)
     assert document["runInfo"]["eraAsked"] == "auto" and document["runInfo"]["era"] == "2026"
+    check_row(PLAIN_SERVER.name, "stdio", "2026", (c["outcome"] for c in document["cases"]))
 
 
 def test_a_server_on_the_typescript_sdk_passes_every_normative_case_in_the_era_it_speaks(tmp_path: Path) -> None:
@@ -86,6 +90,7 @@ def test_a_server_on_the_typescript_sdk_passes_every_normative_case_in_the_era_i
     _judged_as_seed_000_allows(document)
     # The default era is negotiated: this SDK speaks only the initialize handshake.
     assert document["runInfo"]["eraAsked"] == "auto" and document["runInfo"]["era"] == "legacy"
+    check_row(TS_SERVER.name, "stdio", "legacy", (c["outcome"] for c in document["cases"]))
 
 
 def test_a_streamable_http_server_on_the_typescript_sdk_passes_every_normative_case(tmp_path: Path) -> None:
@@ -123,6 +128,7 @@ def test_a_streamable_http_server_on_the_typescript_sdk_passes_every_normative_c
     assert sum(c["outcome"] == "passed" for c in document["cases"]) > len(unsupported)
     assert "findings" not in document["runInfo"]  # Node sends at once: connections stay alive
     assert document["runInfo"]["eraAsked"] == "auto" and document["runInfo"]["era"] == "legacy"
+    check_row(TS_HTTP_SERVER.name, "HTTP", "legacy", (c["outcome"] for c in document["cases"]))
 
 
 def test_pinning_an_era_the_server_does_not_speak_is_one_line_naming_the_option() -> None:

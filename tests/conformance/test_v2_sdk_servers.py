@@ -6,7 +6,8 @@ on Node's own HTTP server; the SDK speaks both eras, so each era is judged on ea
 It follows the seeds, so every normative case must pass or be unsupported with a stated
 reason: none failed, none errored.  Over HTTP in the handshake era the SDK's stateless fallback
 issues no ``Mcp-Session-Id``: the cases needing two connections are unsupported for it
-(D-CNF-063), never failed.
+(D-CNF-063), never failed.  Each run's counts are its row of README's "What your server meets"
+(tests/proven_sdks.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.proven_sdks import check_row
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_DIR = ROOT / "tests" / "node"
@@ -55,7 +58,7 @@ def _judged(target: list[str], era: str, tmp_path: Path) -> dict[str, Any]:
     assert document["runInfo"]["era"] == era and document["runInfo"]["eraAsked"] == era
     counts = Counter(c["outcome"] for c in document["cases"])
     assert counts["passed"] > counts["unsupported"]
-    print(f"{era} {target[0]}: {dict(sorted(counts.items()))}")  # the figures issue 37 asks for (-s)
+    check_row(TS_V2_SERVER.name, "stdio" if target[0] == "--stdio" else "HTTP", era, counts.elements())
     return document
 
 

@@ -12,6 +12,7 @@ import json
 import xml.etree.ElementTree as ET
 
 from tests.host.host_support import CATALOGUE, PYTHON_HOST, python_command, run_judge
+from tests.proven_sdks import check_row
 
 
 def test_the_python_host_passes_every_scenario_at_reference_level(tmp_path):
@@ -26,6 +27,7 @@ def test_the_python_host_passes_every_scenario_at_reference_level(tmp_path):
     assert [v for s in report["scenarios"] for v in s["violations"]] == []
     assert report["summary"] == {"scenarios": len(scenario_ids), "failed": 0}
     assert f"{len(scenario_ids)} of {len(scenario_ids)} scenarios pass at reference level" in done.stdout
+    check_row(PYTHON_HOST.name, "stdio", report["era"], (s["status"] for s in report["scenarios"]))
     suite = ET.parse(junit_file).getroot().find("testsuite")
     assert suite is not None and suite.get("tests") == str(len(scenario_ids)) and suite.get("failures") == "0"
 

@@ -17,6 +17,7 @@ import pytest
 
 from intentref.suite.host.judge import check_command, judge_scenario, load_scenario
 from tests.host.host_support import BROKEN, CATALOGUE, NODE, NODE_DIR, PYTHON_HOST, run_judge, scenario_path
+from tests.proven_sdks import check_row
 
 PYTHON_URL_HOST = f"{shlex.quote(sys.executable)} {shlex.quote(str(PYTHON_HOST))} --url {{url}} --model {{model}} --request {{request}}"
 TS_URL_HOST = f"{shlex.quote(str(NODE))} {shlex.quote(str(NODE_DIR / 'ts_host.mjs'))} --url {{url}} --model {{model}} --request {{request}}"
@@ -35,6 +36,8 @@ def test_a_good_host_passes_every_scenario_over_http(language, command, connecti
     report = json.loads(report_file.read_text("utf-8"))
     assert len(report["scenarios"]) == len(list(CATALOGUE.glob("*.json")))
     assert [v for s in report["scenarios"] for v in s["violations"]] == []
+    host = "ts_host.mjs" if language == "typescript" else PYTHON_HOST.name
+    check_row(host, "HTTP", report["era"], (s["status"] for s in report["scenarios"]))
     # Which era: the connection the server logged for the host's calls.
     verdict = judge_scenario(check_command(command, http=True), load_scenario(scenario_path("HST-001")), http=True)
     assert verdict.violations == []

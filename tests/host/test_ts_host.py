@@ -13,6 +13,7 @@ import shlex
 import pytest
 
 from tests.host.host_support import CATALOGUE, NODE, NODE_DIR, run_judge
+from tests.proven_sdks import check_row
 
 pytestmark = pytest.mark.skipif(not NODE.exists(), reason="node and the TypeScript SDK are not installed")
 
@@ -26,6 +27,7 @@ def test_the_typescript_host_passes_every_scenario_at_reference_level(tmp_path):
     assert len(report["scenarios"]) == len(list(CATALOGUE.glob("*.json")))
     assert [v for s in report["scenarios"] for v in s["violations"]] == []
     assert all(s["status"] == "passed" for s in report["scenarios"])
+    check_row("ts_host.mjs", "stdio", report["era"], (s["status"] for s in report["scenarios"]))
 
 
 def test_over_stdio_the_two_sdks_speak_different_eras():

@@ -8,10 +8,12 @@
 // candidate (the task as JSON on stdin; exit 0 = candidate on stdout, 3 = refusal, 4 =
 // incomplete, anything else = failure), print the final BridgeReply and exit 0, or exit 1 when
 // it stopped without one. The same decisions as tests/hosts/python_host.py (R-HST-001 … 015,
-// D-HST-003 … 006); tests/host/test_ts_host.py runs `intentref host` on it.
+// D-HST-003 … 006); tests/host/test_ts_host.py runs `intentref host` on it. ts_v2_host.mjs runs
+// the same host on the SDK v2's Client through runHost.
 
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -82,9 +84,9 @@ function isSizeRejection(reply) {
   );
 }
 
-async function host(serverLine, url, modelLine, request) {
+async function host(sdk, serverLine, url, modelLine, request) {
   const model = splitCommand(modelLine);
-  const client = new Client({ name: "intentref-ts-host", version: "0.0.0" });
+  const client = new sdk.Client({ name: sdk.name, version: "0.0.0" }, sdk.options);
   const tasks = [];
 
   async function call(name, argumentsObject) {
@@ -116,10 +118,10 @@ async function host(serverLine, url, modelLine, request) {
 
   let transport;
   if (url) {
-    transport = new StreamableHTTPClientTransport(new URL(url));
+    transport = new sdk.StreamableHTTPClientTransport(new URL(url));
   } else {
     const [command, ...args] = splitCommand(serverLine);
-    transport = new StdioClientTransport({ command, args, stderr: "inherit" });
+    transport = new sdk.StdioClientTransport({ command, args, stderr: "inherit" });
   }
   await client.connect(transport);
   try {
@@ -151,15 +153,22 @@ async function host(serverLine, url, modelLine, request) {
 function option(name, required = true) {
   const index = process.argv.indexOf(name);
   if (index >= 0 && index + 1 < process.argv.length) return process.argv[index + 1];
-  if (required) throw new Error(`usage: node ts_host.mjs (--server S | --url U) --model M --request FILE (missing ${name})`);
+  if (required) throw new Error(`usage: node ${process.argv[1]} (--server S | --url U) --model M --request FILE (missing ${name})`);
   return null;
 }
 
-const request = JSON.parse(readFileSync(option("--request"), "utf8"));
-const url = option("--url", false);
-const reply = await host(url ? null : option("--server"), url, option("--model"), request);
-if (reply === null) {
-  process.exitCode = 1;
-} else {
-  process.stdout.write(JSON.stringify(reply) + "\n");
+/** The host on one SDK: `sdk` names its Client and client transports, and the Client's options. */
+export async function runHost(sdk) {
+  const request = JSON.parse(readFileSync(option("--request"), "utf8"));
+  const url = option("--url", false);
+  const reply = await host(sdk, url ? null : option("--server"), url, option("--model"), request);
+  if (reply === null) {
+    process.exitCode = 1;
+  } else {
+    process.stdout.write(JSON.stringify(reply) + "\n");
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  await runHost({ name: "intentref-ts-host", Client, StdioClientTransport, StreamableHTTPClientTransport });
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import re
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from intentref.cli import build_parser
 from intentref.core import limits
 from intentref.mcp import cli as mcp_cli
 from tests.conftest import ORDER_CORE, ROOT, dumps, scripted
+from tests.proven_sdks import readme_rows, readme_tables
 
 
 def _decision(ident: str) -> str:
@@ -157,8 +159,32 @@ def test_each_readme_figure_is_the_one_the_code_gives(phrase: str) -> None:
     assert phrase.format(README_FIGURES[phrase]()) in README, phrase
 
 
+def _installed_version(package: str) -> str:
+    if package.startswith("@"):  # an npm package, as node_modules holds it
+        return str(json.loads((NODE_DIR / "node_modules" / package / "package.json").read_text("utf-8"))["version"])
+    return importlib.metadata.version(package)
+
+
+def test_the_proven_sdk_tables_name_the_installed_versions_and_are_checked_by_a_run() -> None:
+    # The counts are checked by the runs that produce them (tests/proven_sdks.py, check_row);
+    # here every row's version is the installed package's, and some test names its program.
+    checking = [path.read_text("utf-8") for path in (ROOT / "tests").glob("*/test_*.py")]
+    checking = [text for text in checking if "check_row(" in text]
+    rows = readme_rows()
+    assert len(rows) >= 2
+    for row in rows:
+        sdk = re.fullmatch(r"`([^`]+)` (\S+)", row["SDK"])
+        assert sdk is not None and sdk.group(2) == _installed_version(sdk.group(1)), row
+        program = re.search(r"\[([^\]]+)\]\(([^)]+)\)", " ".join(row.values()))
+        assert program is not None and (ROOT / program.group(2)).exists(), row
+        assert any(program.group(1) in text for text in checking), f"no test checks the row of {program.group(1)}"
+
+
 def test_the_readme_states_no_figure_nothing_checks() -> None:
-    prose = _prose(README)
+    prose = README
+    for table in readme_tables():  # checked above and by the runs themselves
+        prose = prose.replace(_words(table), "")
+    prose = _prose(prose)
     for phrase, figure in README_FIGURES.items():
         prose = prose.replace(phrase.format(figure()), "")
     for name in README_NAMES:
