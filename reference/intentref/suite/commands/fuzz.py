@@ -67,6 +67,11 @@ def run(args: argparse.Namespace) -> int:
         except UsageError as exc:
             print(f"intentref fuzz: {exc}", file=sys.stderr)
             return 2
+        from intentref.suite.commands.properties import preflight
+
+        if (problem := preflight(spec)) is not None:  # before any worker: a 401 stops here (D-CNF-068)
+            print(f"intentref fuzz: the target {spec} cannot be used: {problem}", file=sys.stderr)
+            return 2
         return replay(Path(args.replay), spec, loose=args.loose, jobs=args.jobs)
     if not args.out:
         print("intentref fuzz: --out DIR (to write cases) or --replay DIR (to replay them) is required", file=sys.stderr)

@@ -22,7 +22,7 @@ import json
 import unittest
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from intentref.core.wire import TOOL_OF_OP
@@ -37,6 +37,7 @@ from intentref.suite.targets.base import (
     Target,
     TargetUnsupported,
 )
+from intentref.suite.targets.options import request_headers
 from intentref.suite.targets.registry import LARGE_CALL_TIMEOUT, parse
 
 # Counters a whole property run reports (written out by properties/conftest.py).
@@ -47,8 +48,11 @@ STATS: Counter[str] = Counter()
 
 
 def make_target(spec: str, era: str = "auto", timeout: float = LARGE_CALL_TIMEOUT) -> Target:
-    """A Target from its spec, read by the one parser every command uses (``registry.parse``)."""
-    return parse(spec, era, timeout).build()
+    """A Target from its spec, read by the one parser every command uses (``registry.parse``).
+
+    Its headers come from ``$INTENTREF_HEADERS``, where ``intentref properties`` put them (D-CNF-067).
+    """
+    return replace(parse(spec, era, timeout), headers=request_headers()).build()
 
 
 # --------------------------------------------------------------------------- shared runs
