@@ -46,9 +46,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from intentref.suite.targets.options import HEADERS_VARIABLE, add_target_arguments, header_lines, target_from
+from intentref.suite.targets.options import add_target_arguments, header_lines, target_from
 from intentref.suite.targets.registry import LARGE_CALL_TIMEOUT, TargetSpec
-from intentref.suite.usage import UsageError, worker_count
+from intentref.suite.usage import HEADERS_VARIABLE, UsageError, worker_count
 
 PROFILES: Final = ("ci", "long", "smoke")
 LEVELS: Final = ("normative", "all")
@@ -258,10 +258,11 @@ def run_pytest(spec: TargetSpec, profile: str, seed: int, keyword: str | None, d
                 command.append("--intentref-no-differential")
             if keyword:
                 command += ["-k", keyword]
+            # The headers go in the environment: a command line would show a secret (D-CNF-067).
             env = {**os.environ, "INTENTREF_PROPERTIES_STATS": str(files["stats.json"]),
                    "INTENTREF_HYPOTHESIS_SEED": str(seed), "INTENTREF_PROPERTIES_CASES": str(files["cases.jsonl"]),
                    "INTENTREF_PROPERTIES_OUTCOMES": str(files["outcomes.jsonl"]),
-                   HEADERS_VARIABLE: header_lines(spec.headers)}  # a secret stays off command lines (D-CNF-067)  # fmt: skip
+                   HEADERS_VARIABLE: header_lines(spec.headers)}  # fmt: skip
             # The user's own folder: a relative path in the target's command means what it meant
             # to them (the preflight, in this process, read it so too).  The suite's pytest.ini
             # and rootdir are given, so nothing of that folder's own pytest setup applies.

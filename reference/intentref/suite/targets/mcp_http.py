@@ -44,8 +44,8 @@ from intentref.suite.targets.mcp import (
     McpTarget,
 )
 from intentref.suite.targets.mcp_stdio import reference_program
-from intentref.suite.targets.options import HEADERS_VARIABLE
 from intentref.suite.targets.zygote import ForkedServer
+from intentref.suite.usage import HEADERS_VARIABLE
 
 # Long-lived runs of an HTTP target serving cases side by side in one worker (D-CNF-054): one per
 # thread a worker has (its long-lived one and OWN_RUNS_AT_ONCE beside it, which take long-lived

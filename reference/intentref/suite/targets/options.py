@@ -22,12 +22,10 @@ from dataclasses import replace
 from typing import Final
 
 from intentref.suite.targets.registry import DEFAULT_TIMEOUT, ERAS, TARGET_KINDS, TargetSpec, parse
-from intentref.suite.usage import UsageError
+from intentref.suite.usage import HEADERS_VARIABLE, UsageError
 
 # spec: D-CNF-057 -- every command's target when no flag names one: the bundled server, over real stdio.
 DEFAULT_TARGET: Final = "reference"
-# spec: D-CNF-067 -- one header a line, so a token can come from a CI secret, never a command line.
-HEADERS_VARIABLE: Final = "INTENTREF_HEADERS"
 _HEADER_NAME: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an RFC 9110 token
 _HEADER_VALUE: Final = re.compile(r"[\t\x20-\x7e]+")  # visible ASCII: no line break can slip in
 
