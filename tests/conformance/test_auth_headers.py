@@ -8,7 +8,6 @@ its token answered 401.  Every run is the real command line in a child process.
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import subprocess
 import sys
@@ -20,6 +19,7 @@ import pytest
 
 from intentref.suite.targets.options import request_headers
 from intentref.suite.usage import HEADERS_VARIABLE, UsageError
+from tests.conformance.ci_support import intentref, serving
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN_SERVER = ROOT / "tests" / "outside" / "token_server.py"
@@ -31,25 +31,14 @@ TOKEN = secrets.token_urlsafe(24)
 
 @pytest.fixture(scope="module")
 def token_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    log = tmp_path_factory.mktemp("token-server") / "stderr.txt"
-    with log.open("w") as stderr:
-        proc = subprocess.Popen([sys.executable, str(TOKEN_SERVER), "--config", str(INSTANCES)],
-                                env={**os.environ, "TOKEN_SERVER_TOKEN": TOKEN},
-                                stdout=subprocess.PIPE, stderr=stderr, text=True)  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line.startswith("url "), f"no url line (exit {proc.poll()}): {log.read_text()[-2000:]}"
-        yield line.split()[1]
-    finally:
-        proc.terminate()
-        proc.wait(timeout=15)
+    with serving([sys.executable, str(TOKEN_SERVER), "--config", str(INSTANCES)],
+                 tmp_path_factory.mktemp("token-server") / "stderr.txt", {"TOKEN_SERVER_TOKEN": TOKEN}) as url:  # fmt: skip
+        yield url
 
 
-def _intentref(*argv: str, cwd: Path = ROOT, **env: str) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if k not in (HEADERS_VARIABLE, "GITHUB_STEP_SUMMARY")}
-    return subprocess.run([sys.executable, "-m", "intentref.cli", *argv], cwd=cwd, env={**environ, **env},
-                          capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+def _intentref(*argv: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The command in a process of its own, given no headers unless ``env`` gives them."""
+    return intentref(*argv, env={HEADERS_VARIABLE: "", **env})
 
 
 def _secret_nowhere(done: subprocess.CompletedProcess[str], folder: Path) -> list[str]:
@@ -105,10 +94,10 @@ def test_without_its_token_the_run_stops_with_one_line_naming_the_option(token_u
     assert "not-the-token" not in line and done.stdout == "" and not (tmp_path / "r.json").exists()
 
 
-@pytest.mark.parametrize("command", [("properties", "--no-pytest", "--calls", "5"), ("fuzz", "--replay", ".")])
-def test_properties_and_fuzz_replay_stop_at_the_start_too(token_url: str, tmp_path: Path, command: tuple[str, ...]) -> None:
+@pytest.mark.parametrize("command", [("properties", "--no-pytest", "--calls", "5"), ("fuzz", "--replay", "conformance")])
+def test_properties_and_fuzz_replay_stop_at_the_start_too(token_url: str, command: tuple[str, ...]) -> None:
     """spec: D-CNF-068 -- their own status for a target that cannot be used (2), one line naming --header."""
-    done = _intentref(*command, "--http", token_url, cwd=tmp_path)
+    done = _intentref(*command, "--http", token_url)
     assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
     (line,) = done.stderr.splitlines()
     assert "401 Unauthorized" in line and "--header" in line and HEADERS_VARIABLE in line, line

@@ -367,7 +367,7 @@ class HttpKeepAlive:
         return httpx2.Limits(max_keepalive_connections=None if self.keep_alive else 0)
 
 
-def _reply_seconds(url: str, timeout: float, keep_alive: bool, headers: Mapping[str, str]) -> list[float]:
+def _reply_seconds(url: str, timeout: float, keep_alive: bool, headers: Mapping[str, str] | None) -> list[float]:
     transport = httpx2.HTTPTransport(verify=tls_context(), socket_options=NODELAY,
                                      limits=HttpKeepAlive(keep_alive).limits())  # fmt: skip
     seconds = []
@@ -398,7 +398,6 @@ def probe_keep_alive(url: str, timeout: float, headers: Mapping[str, str] | None
     kept-alive connections: the first real one says what is wrong, in the runner's usual words.
     One that refuses the request's credentials stops the run: ``TargetCannotStart`` (D-CNF-068).
     """
-    headers = headers or {}
     try:
         kept = statistics.median(_reply_seconds(url, timeout, True, headers))
         fresh = statistics.median(_reply_seconds(url, timeout, False, headers))
