@@ -20,6 +20,7 @@ import pytest
 from intentref.suite.targets.options import request_headers
 from intentref.suite.usage import HEADERS_VARIABLE, UsageError
 from tests.conformance.ci_support import intentref, serving
+from tests.conformance.test_plugin import counts, pytest_in
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN_SERVER = ROOT / "tests" / "outside" / "token_server.py"
@@ -113,6 +114,15 @@ def test_properties_sends_the_environments_token_from_its_pytest_child(token_url
     counted = json.loads(figures.read_text("utf-8"))
     assert counted["pytest"] == "passed" and counted["propertyCalls"] >= 1 and counted["protocolRefusals"] == 0
     assert _secret_nowhere(done, tmp_path) == []
+
+
+def test_the_pytest_plugin_reads_the_environments_token(token_url: str, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """spec: D-CNF-067 -- ``pytest --intentref-target http:URL`` in a job whose secret is in the environment."""
+    monkeypatch.setenv(HEADERS_VARIABLE, f"Authorization: Bearer {TOKEN}")
+    done = pytest_in(tmp_path, "--intentref-target", f"http:{token_url}", "-k", "BRG-0001")
+    assert counts(done.stdout).get("passed") == 1 and "failed" not in counts(done.stdout), done.stdout[-2000:]
+    assert TOKEN not in done.stdout + done.stderr
 
 
 def test_matrix_sends_the_header_to_its_http_column(token_url: str, tmp_path: Path) -> None:

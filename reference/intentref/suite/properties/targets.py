@@ -22,7 +22,7 @@ import json
 import unittest
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from intentref.core.wire import TOOL_OF_OP
@@ -37,8 +37,8 @@ from intentref.suite.targets.base import (
     Target,
     TargetUnsupported,
 )
-from intentref.suite.targets.options import request_headers
-from intentref.suite.targets.registry import LARGE_CALL_TIMEOUT, parse
+from intentref.suite.targets.options import spec_in_child
+from intentref.suite.targets.registry import LARGE_CALL_TIMEOUT
 
 # Counters a whole property run reports (written out by properties/conftest.py).
 STATS: Counter[str] = Counter()
@@ -48,11 +48,8 @@ STATS: Counter[str] = Counter()
 
 
 def make_target(spec: str, era: str = "auto", timeout: float = LARGE_CALL_TIMEOUT) -> Target:
-    """A Target from its spec, read by the one parser every command uses (``registry.parse``).
-
-    Its headers come from ``$INTENTREF_HEADERS``, where ``intentref properties`` put them (D-CNF-067).
-    """
-    return replace(parse(spec, era, timeout), headers=request_headers()).build()
+    """A Target from its spec, read by the one parser every command uses (``registry.parse``)."""
+    return spec_in_child(spec, era, timeout).build()
 
 
 # --------------------------------------------------------------------------- shared runs

@@ -98,6 +98,11 @@ def target_from(args: argparse.Namespace, timeout: float = DEFAULT_TIMEOUT,
     return replace(spec, headers=request_headers(args.header))
 
 
+def spec_in_child(text: str, era: str, timeout: float) -> TargetSpec:
+    """A spec given on a pytest run's command line, its headers from ``$INTENTREF_HEADERS`` (D-CNF-067)."""
+    return replace(parse(text, era, timeout), headers=request_headers())
+
+
 def _spec_text(args: argparse.Namespace) -> str:
     if args.target:
         return str(args.target)
