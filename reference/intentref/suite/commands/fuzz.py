@@ -69,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
             return 2
         from intentref.suite.commands.properties import preflight
 
-        if (problem := preflight(spec)) is not None:  # before any worker: a 401 stops here (D-CNF-068)
+        # A server already listening may refuse the credentials: asked once, before any worker (D-CNF-068).
+        if spec.kind == "http" and (problem := preflight(spec)) is not None:
             print(f"intentref fuzz: the target {spec} cannot be used: {problem}", file=sys.stderr)
             return 2
         return replay(Path(args.replay), spec, loose=args.loose, jobs=args.jobs)
