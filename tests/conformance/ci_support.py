@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,22 @@ def intentref(*args: str, env: Mapping[str, str] | None = None, timeout: float =
     environment.update(env or {})
     return subprocess.run([sys.executable, "-m", "intentref.cli", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT, env=environment, check=False)  # fmt: skip
+
+
+@contextlib.contextmanager
+def serving(argv: list[str], log: Path, env: Mapping[str, str] | None = None) -> Iterator[str]:
+    """The URL of a server started with ``argv`` that prints ``url URL`` once it listens; stopped after."""
+    with log.open("w") as stderr:  # a file, not a pipe nobody reads while the server serves
+        proc = subprocess.Popen(argv, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=stderr,
+                                text=True)  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("url "), f"no url line (exit {proc.poll()}): {log.read_text()[-2000:]}"
+        yield line.split()[1]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
 
 
 @dataclass

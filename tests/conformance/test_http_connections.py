@@ -25,6 +25,7 @@ from intentref.suite.targets.mcp_http import (
     HttpTarget,
     probe_keep_alive,
 )
+from tests.conformance.ci_support import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 EMBEDDED = ROOT / "tests" / "outside" / "embedded_http_server.py"
@@ -34,18 +35,9 @@ INSTANCES = ROOT / "conformance" / "instances.json"
 @pytest.fixture
 def embedded_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The reference's app behind a plain uvicorn on a socket from ``socket.create_server``."""
-    log = tmp_path_factory.mktemp("embedded") / "stderr.txt"
-    with log.open("w") as stderr:  # a file, not a pipe nobody reads while the server serves
-        proc = subprocess.Popen([sys.executable, str(EMBEDDED), "--config", str(INSTANCES)],
-                                stdout=subprocess.PIPE, stderr=stderr, text=True)  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line.startswith("url "), f"no url line (exit {proc.poll()}): {log.read_text()[-2000:]}"
-        yield line.split()[1]
-    finally:
-        proc.terminate()
-        proc.wait(timeout=15)
+    with serving([sys.executable, str(EMBEDDED), "--config", str(INSTANCES)],
+                 tmp_path_factory.mktemp("embedded") / "stderr.txt") as url:  # fmt: skip
+        yield url
 
 
 def test_a_server_holding_replies_back_gets_a_connection_per_request(embedded_url: str) -> None:

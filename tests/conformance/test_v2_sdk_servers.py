@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from tests.conformance.ci_support import serving
 from tests.proven_sdks import check_row
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,19 +64,11 @@ def _judged(target: list[str], era: str, tmp_path: Path) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def http_url() -> Iterator[str]:
+def http_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     assert NODE.exists(), "run bash .ci/setup: it installs the pinned Node 22 under tests/node"
-    server = subprocess.Popen([str(NODE), str(TS_V2_SERVER), "--http", "--upstream", str(UPSTREAM),
-                               "--config", str(INSTANCES)],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)  # fmt: skip
-    try:
-        assert server.stdout is not None
-        line = server.stdout.readline()
-        assert line.startswith("url "), f"no url line (exit {server.poll()})"
-        yield line.split()[1]
-    finally:
-        server.terminate()
-        server.wait(timeout=15)
+    with serving([str(NODE), str(TS_V2_SERVER), "--http", "--upstream", str(UPSTREAM), "--config", str(INSTANCES)],
+                 tmp_path_factory.mktemp("v2-http") / "stderr.txt") as url:  # fmt: skip
+        yield url
 
 
 @pytest.mark.parametrize("era", ["2026", "legacy"])

@@ -20,7 +20,9 @@ import argparse
 import asyncio
 import json
 import socket
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 
@@ -28,17 +30,18 @@ from intentref import Intent, create_intent_bridge
 from intentref.mcp.server import create_intent_mcp_http_app
 
 
-async def main() -> None:
-    parser = argparse.ArgumentParser(prog="embedded-http-server")
+async def serve(app_of: Callable[[Any, str], Any]) -> None:
+    """Serve ``app_of(bridge, url)`` at ``url`` until stopped, the Bridge made from ``--config``."""
+    parser = argparse.ArgumentParser()
     parser.add_argument("--config", required=True)
     args = parser.parse_args()
     document = json.loads(Path(args.config).read_text("utf-8"))
     instances = {name: Intent(config) for name, config in document["instances"].items()}
     bridge = create_intent_bridge({"instances": instances})
     sock = socket.create_server(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(create_intent_mcp_http_app(bridge), log_config=None, access_log=False,
-                                           lifespan="on"))  # fmt: skip
-    print(f"url http://127.0.0.1:{sock.getsockname()[1]}/mcp", flush=True)
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+    server = uvicorn.Server(uvicorn.Config(app_of(bridge, url), log_config=None, access_log=False, lifespan="on"))
+    print(f"url {url}", flush=True)
     try:
         await server.serve(sockets=[sock])
     finally:
@@ -48,4 +51,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    asyncio.run(serve(lambda bridge, url: create_intent_mcp_http_app(bridge)))

@@ -23,7 +23,8 @@ from typing import Any
 
 import pytest
 
-from intentref.suite.targets.registry import DEFAULT_TIMEOUT, ERAS, as_target, described, parse
+from intentref.suite.targets.options import spec_in_child
+from intentref.suite.targets.registry import DEFAULT_TIMEOUT, ERAS, as_target, described
 from intentref.suite.usage import UsageError
 
 _SUITE = "intentref"
@@ -130,8 +131,8 @@ def intentref_target(request: pytest.FixtureRequest) -> Iterator[Any]:
     if not spec:
         raise pytest.UsageError("override the intentref_target fixture or give --intentref-target TARGET")
     try:
-        target = parse(spec, request.config.getoption("intentref_era"),
-                                request.config.getoption("intentref_timeout")).build()  # fmt: skip
+        target = spec_in_child(spec, request.config.getoption("intentref_era"),
+                               request.config.getoption("intentref_timeout")).build()  # fmt: skip
     except UsageError as exc:
         raise pytest.UsageError(f"--intentref-target {spec}: {exc}") from None
     try:

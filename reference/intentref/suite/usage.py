@@ -2,10 +2,16 @@
 
 Every ``intentref`` command turns it into one plain line on stderr and exit status 2
 (D-CNF-013), found before any long work starts: an option, a file, a target spec.  Beside
-it, the argparse type of the ``--jobs N`` option the commands share.
+it, the argparse type of the ``--jobs N`` option the commands share, and the variable that
+gives HTTP headers where a command line would show a secret.
 """
 
 from __future__ import annotations
+
+from typing import Final
+
+# spec: D-CNF-067 -- one header a line, so a token can come from a CI secret, never a command line.
+HEADERS_VARIABLE: Final = "INTENTREF_HEADERS"
 
 
 class UsageError(Exception):

@@ -67,6 +67,12 @@ def run(args: argparse.Namespace) -> int:
         except UsageError as exc:
             print(f"intentref fuzz: {exc}", file=sys.stderr)
             return 2
+        from intentref.suite.commands.properties import preflight
+
+        # A server already listening may refuse the credentials: asked once, before any worker (D-CNF-068).
+        if spec.kind == "http" and (problem := preflight(spec)) is not None:
+            print(f"intentref fuzz: the target {spec} cannot be used: {problem}", file=sys.stderr)
+            return 2
         return replay(Path(args.replay), spec, loose=args.loose, jobs=args.jobs)
     if not args.out:
         print("intentref fuzz: --out DIR (to write cases) or --replay DIR (to replay them) is required", file=sys.stderr)

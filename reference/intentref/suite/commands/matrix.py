@@ -34,6 +34,7 @@ from intentref.suite.cases import baseline
 from intentref.suite.cases.fixtures import Case
 from intentref.suite.cases.script import ERRORED, FAILED, PASSED, UNSUPPORTED, CaseOutcome
 from intentref.suite.reports.model import LEVELS, Row, case_row, counts, of_level
+from intentref.suite.targets.options import add_header_argument, request_headers
 from intentref.suite.targets.registry import DEFAULT_TIMEOUT, ERAS, described
 from intentref.suite.usage import UsageError
 
@@ -111,12 +112,14 @@ def parse_target_option(text: str, era: str = "auto") -> Implementation:
 # --------------------------------------------------------------------------- running
 
 
-def _spec_or_error(impl: Implementation, timeout: float) -> Any:
+def _spec_or_error(impl: Implementation, timeout: float, headers: tuple[tuple[str, str], ...] = ()) -> Any:
     """The implementation's parsed spec, or None with its column's error set (D-CNF-041)."""
+    from dataclasses import replace
+
     from intentref.suite.targets import registry
 
     try:
-        spec = registry.parse(impl.spec, impl.era, timeout)
+        spec = replace(registry.parse(impl.spec, impl.era, timeout), headers=headers)
     except UsageError as exc:
         impl.error = f"could not start: {exc}"
         return None
@@ -144,13 +147,14 @@ def _time_seed_flow(target: Any, case: Case) -> float | None:
 
 
 def run_matrix(impls: list[Implementation], cases: list[Case], *, time_limit: float = DEFAULT_TIME_LIMIT_S,
-               timeout: float = 10.0, jobs: int | None = None,
+               timeout: float = 10.0, jobs: int | None = None, headers: tuple[tuple[str, str], ...] = (),
                progress: Callable[[Implementation], None] | None = None) -> float:  # fmt: skip
     """Run every implementation over ``cases``; the wall seconds taken.
 
     The cases of all implementations go into one pool of units of work over ``jobs`` worker
     processes (D-CNF-054), so no single implementation sets the run's length; each keeps its
     own time (the seconds a worker spent with any of its units running, ``workers.Work.seconds``).
+    ``headers`` go to every ``http:`` target (D-CNF-067); one that refuses them is its column's error.
     """
     from intentref.suite.execution import workers
 
@@ -160,7 +164,7 @@ def run_matrix(impls: list[Implementation], cases: list[Case], *, time_limit: fl
     works: list[workers.Work] = []
     by_key: dict[str, Implementation] = {}
     for number, impl in enumerate(impls):
-        spec = _spec_or_error(impl, timeout)
+        spec = _spec_or_error(impl, timeout, headers)
         if spec is None:
             continue
         work = workers.Work(str(number), spec, list(cases))
@@ -313,6 +317,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT_S, metavar="S", help="for the whole run")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S", help="for each answer of a target")
     p.add_argument("--jobs", type=int, default=0, metavar="N", help="worker processes (default: the CPUs this process may use)")
+    add_header_argument(p)
     p.set_defaults(run=main)
 
 
@@ -347,6 +352,7 @@ def _main(args: argparse.Namespace) -> int:
         raise UsageError(f"--out {out}: its parent folder does not exist")
     if args.markdown and (problem := output.output_problem(args.markdown)):
         raise UsageError(f"--markdown {args.markdown}: {problem}")
+    headers = request_headers(args.header)
     cases = select(load_cases(), args.level, args.only, [])
     if not cases:
         raise UsageError("the selection holds no case")
@@ -357,7 +363,7 @@ def _main(args: argparse.Namespace) -> int:
         print(f"  {impl.name}: {state} ({impl.seconds:.1f} s)", file=sys.stderr, flush=True)
 
     wall = run_matrix(impls, cases, time_limit=args.time_limit, timeout=args.timeout, jobs=args.jobs or None,
-                      progress=progress)  # fmt: skip
+                      headers=headers, progress=progress)  # fmt: skip
     doc = document(impls, cases, wall, args.time_limit)
     out.mkdir(exist_ok=True)
     (out / "badges").mkdir(exist_ok=True)

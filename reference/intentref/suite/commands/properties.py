@@ -46,9 +46,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from intentref.suite.targets.options import add_target_arguments, target_from
+from intentref.suite.targets.options import add_target_arguments, header_lines, target_from
 from intentref.suite.targets.registry import LARGE_CALL_TIMEOUT, TargetSpec
-from intentref.suite.usage import UsageError, worker_count
+from intentref.suite.usage import HEADERS_VARIABLE, UsageError, worker_count
 
 PROFILES: Final = ("ci", "long", "smoke")
 LEVELS: Final = ("normative", "all")
@@ -151,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
 def preflight(spec: TargetSpec) -> str | None:
     """Why the target cannot even start (a module that does not import, a command that is not
     there), found in a second instead of as one error per property; None when it answers."""
-    from intentref.suite.targets.base import load_instances
+    from intentref.suite.targets.base import TargetCannotStart, load_instances
 
     try:
         target = spec.build()
@@ -163,6 +163,8 @@ def preflight(spec: TargetSpec) -> str | None:
             run.connect().close()
         finally:
             run.close()
+    except TargetCannotStart as exc:  # its own words name the option that helps (D-CNF-068)
+        return str(exc)
     except Exception as exc:
         return f"{type(exc).__name__}: {exc}"
     finally:
@@ -256,9 +258,11 @@ def run_pytest(spec: TargetSpec, profile: str, seed: int, keyword: str | None, d
                 command.append("--intentref-no-differential")
             if keyword:
                 command += ["-k", keyword]
+            # The headers go in the environment: a command line would show a secret (D-CNF-067).
             env = {**os.environ, "INTENTREF_PROPERTIES_STATS": str(files["stats.json"]),
                    "INTENTREF_HYPOTHESIS_SEED": str(seed), "INTENTREF_PROPERTIES_CASES": str(files["cases.jsonl"]),
-                   "INTENTREF_PROPERTIES_OUTCOMES": str(files["outcomes.jsonl"])}  # fmt: skip
+                   "INTENTREF_PROPERTIES_OUTCOMES": str(files["outcomes.jsonl"]),
+                   HEADERS_VARIABLE: header_lines(spec.headers)}  # fmt: skip
             # The user's own folder: a relative path in the target's command means what it meant
             # to them (the preflight, in this process, read it so too).  The suite's pytest.ini
             # and rootdir are given, so nothing of that folder's own pytest setup applies.

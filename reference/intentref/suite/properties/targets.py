@@ -37,7 +37,8 @@ from intentref.suite.targets.base import (
     Target,
     TargetUnsupported,
 )
-from intentref.suite.targets.registry import LARGE_CALL_TIMEOUT, parse
+from intentref.suite.targets.options import spec_in_child
+from intentref.suite.targets.registry import LARGE_CALL_TIMEOUT
 
 # Counters a whole property run reports (written out by properties/conftest.py).
 STATS: Counter[str] = Counter()
@@ -48,7 +49,7 @@ STATS: Counter[str] = Counter()
 
 def make_target(spec: str, era: str = "auto", timeout: float = LARGE_CALL_TIMEOUT) -> Target:
     """A Target from its spec, read by the one parser every command uses (``registry.parse``)."""
-    return parse(spec, era, timeout).build()
+    return spec_in_child(spec, era, timeout).build()
 
 
 # --------------------------------------------------------------------------- shared runs

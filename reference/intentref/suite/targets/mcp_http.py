@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import IO, Any, Final
 
@@ -32,6 +32,7 @@ from intentref.suite.targets.base import (
     REFERENCE_CAPABILITIES,
     Run,
     Session,
+    TargetCannotStart,
     TargetUnsupported,
     load_instances,
 )
@@ -44,6 +45,7 @@ from intentref.suite.targets.mcp import (
 )
 from intentref.suite.targets.mcp_stdio import reference_program
 from intentref.suite.targets.zygote import ForkedServer
+from intentref.suite.usage import HEADERS_VARIABLE
 
 # Long-lived runs of an HTTP target serving cases side by side in one worker (D-CNF-054): one per
 # thread a worker has (its long-lived one and OWN_RUNS_AT_ONCE beside it, which take long-lived
@@ -64,7 +66,7 @@ class HttpTarget(McpTarget):
     apart (D-CNF-063).  2026-07-28 era: requests carry no session, one Bridge session owns
     every job (D-MCP-003).  In either case the cases needing several connections or a close
     are unsupported (D-CNF-004).  The runner's workers each open their own sessions, so
-    cases run side by side.
+    cases run side by side.  ``headers`` go with every request, the probe's too (D-CNF-067).
     """
 
     # Its instances are the server's own: the CLI checks it serves the suite's first (D-CNF-013).
@@ -73,9 +75,11 @@ class HttpTarget(McpTarget):
     # a worker keeps this many long-lived runs (sessions of their own) serving cases side by side.
     long_lived_lanes = HTTP_LANES
 
-    def __init__(self, url: str, era: str = "auto", timeout: float = DEFAULT_TIMEOUT, name: str | None = None) -> None:
+    def __init__(self, url: str, era: str = "auto", timeout: float = DEFAULT_TIMEOUT, name: str | None = None,
+                 headers: Mapping[str, str] | None = None) -> None:  # fmt: skip
         super().__init__(era, timeout)
         self.url = url
+        self.headers = dict(headers or {})
         self.name = name or f"http: {url}"
         self._keep_alive: HttpKeepAlive | None = None
         self._probe_lock = threading.Lock()
@@ -86,7 +90,7 @@ class HttpTarget(McpTarget):
         """Kept alive or one per request: probed once, with the first connection (D-CNF-056)."""
         with self._probe_lock:
             if self._keep_alive is None:
-                self._keep_alive = probe_keep_alive(self.url, self.timeout)
+                self._keep_alive = probe_keep_alive(self.url, self.timeout, self.headers)
             return self._keep_alive
 
     def findings(self) -> list[str]:
@@ -128,7 +132,7 @@ class HttpTarget(McpTarget):
         seen = SessionIdSeen()
 
         def transport() -> Any:
-            return _http_transport(self.url, self.timeout, keep_alive, seen)
+            return _http_transport(self.url, self.timeout, keep_alive, seen, self.headers)
 
         connection = Connection(self, transport, max(3 * self.timeout, 30.0), address=self.url)
         if self._issued_session_id is None:  # the first handshake's answer is the server's (D-CNF-063)
@@ -278,10 +282,12 @@ class HttpReference:
 
 
 @contextlib.asynccontextmanager
-async def _http_transport(url: str, timeout: float, keep_alive: HttpKeepAlive, seen: SessionIdSeen) -> AsyncIterator[Any]:
+async def _http_transport(url: str, timeout: float, keep_alive: HttpKeepAlive, seen: SessionIdSeen,
+                          headers: Mapping[str, str]) -> AsyncIterator[Any]:  # fmt: skip
     transport = httpx2.AsyncHTTPTransport(verify=tls_context(), socket_options=NODELAY, limits=keep_alive.limits())
+    # The user's headers are the client's own: the SDK's per-request ones (Accept, the session) still win.
     http = WireHttpClient(timeout=httpx2.Timeout(max(timeout, 30.0), read=300.0), transport=transport,
-                          event_hooks={"response": [seen.observe]})  # fmt: skip
+                          headers=headers, event_hooks={"response": [seen.observe]})  # fmt: skip
     async with http, streamable_http_client(url, http_client=http) as streams:
         yield streams
 
@@ -327,6 +333,8 @@ PROBE_TIMEOUT: Final = 2.0
 # Any request will do: the probe times replies, whatever they say.  A ping opens no session.
 _PROBE_BODY: Final = b'{"jsonrpc":"2.0","id":"intentref-connection-probe","method":"ping"}'
 _PROBE_HEADERS: Final = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+# spec: D-CNF-068 -- the statuses of a server refusing the request's credentials: no case can run.
+REFUSED_CREDENTIALS: Final = (401, 403)
 
 
 @functools.cache
@@ -359,27 +367,40 @@ class HttpKeepAlive:
         return httpx2.Limits(max_keepalive_connections=None if self.keep_alive else 0)
 
 
-def _reply_seconds(url: str, timeout: float, keep_alive: bool) -> list[float]:
+def _reply_seconds(url: str, timeout: float, keep_alive: bool, headers: Mapping[str, str] | None) -> list[float]:
     transport = httpx2.HTTPTransport(verify=tls_context(), socket_options=NODELAY,
                                      limits=HttpKeepAlive(keep_alive).limits())  # fmt: skip
     seconds = []
-    with httpx2.Client(transport=transport, timeout=min(timeout, PROBE_TIMEOUT)) as http:
+    with httpx2.Client(transport=transport, timeout=min(timeout, PROBE_TIMEOUT), headers=headers) as http:
         for _ in range(PROBE_REQUESTS):
             started = time.perf_counter()
-            http.post(url, content=_PROBE_BODY, headers=_PROBE_HEADERS).read()
+            response = http.post(url, content=_PROBE_BODY, headers=_PROBE_HEADERS)
+            response.read()
             seconds.append(time.perf_counter() - started)
+            if response.status_code in REFUSED_CREDENTIALS:
+                raise TargetCannotStart(_refused(url, response, sent=bool(headers)))
     return seconds[1:]
 
 
-def probe_keep_alive(url: str, timeout: float) -> HttpKeepAlive:
+def _refused(url: str, response: httpx2.Response, sent: bool) -> str:
+    """One line: the server wants credentials, and the option that gives them (D-CNF-068)."""
+    challenge = response.headers.get("www-authenticate", "")
+    said = f"{response.status_code} {response.reason_phrase}" + (f" ({challenge[:300]})" if challenge else "")
+    given = "it refused the headers given" if sent else "no --header was given"
+    return (f"the server at {url} answered {said}: {given}; send its token with "
+            f'--header "Authorization: Bearer TOKEN" or a line of ${HEADERS_VARIABLE}')  # fmt: skip
+
+
+def probe_keep_alive(url: str, timeout: float, headers: Mapping[str, str] | None = None) -> HttpKeepAlive:
     """Whether the server at ``url`` answers a kept-alive connection as fast as a fresh one (D-CNF-056).
 
     A server that cannot be reached, or leaves a ping unanswered for ``PROBE_TIMEOUT``, is given
     kept-alive connections: the first real one says what is wrong, in the runner's usual words.
+    One that refuses the request's credentials stops the run: ``TargetCannotStart`` (D-CNF-068).
     """
     try:
-        kept = statistics.median(_reply_seconds(url, timeout, keep_alive=True))
-        fresh = statistics.median(_reply_seconds(url, timeout, keep_alive=False))
+        kept = statistics.median(_reply_seconds(url, timeout, True, headers))
+        fresh = statistics.median(_reply_seconds(url, timeout, False, headers))
     except (httpx2.HTTPError, OSError):
         return HttpKeepAlive(keep_alive=True)
     held_back = kept - fresh

@@ -1,23 +1,33 @@
 """The target flags of every command that runs a target, read once into a ``TargetSpec``.
 
     --in-process | --stdio COMMAND | --http URL | --http-reference | --harness COMMAND
-    | --python MODULE:ATTR | --target SPEC        [--era auto|2026|legacy]
+    | --python MODULE:ATTR | --target SPEC        [--era auto|2026|legacy] [--header "NAME: VALUE" ...]
 
 ``intentref conformance``, ``properties`` and ``fuzz --replay`` take them alike: one flag
 per target kind that declares one (``registry.TARGET_KINDS``), ``--target`` for any kind,
 the same default target, and the era carried by the spec itself to wherever the target is
 built (a worker process, a pytest child), never through the environment (D-CNF-052).
+``--header`` and ``$INTENTREF_HEADERS`` give what an HTTP server requires on every request
+(a token, D-CNF-067); they travel in the spec too, and only a pytest child, which is given its
+target on a command line, reads them from its environment.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Final
 
 from intentref.suite.targets.registry import DEFAULT_TIMEOUT, ERAS, TARGET_KINDS, TargetSpec, parse
+from intentref.suite.usage import HEADERS_VARIABLE, UsageError
 
 # spec: D-CNF-057 -- every command's target when no flag names one: the bundled server, over real stdio.
 DEFAULT_TARGET: Final = "reference"
+_HEADER_NAME: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an RFC 9110 token
+_HEADER_VALUE: Final = re.compile(r"[\t\x20-\x7e]+")  # visible ASCII: no line break can slip in
 
 
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,6 +48,37 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
     targets.add_argument("--era", choices=ERAS, default="auto",
                          help="MCP era: auto (negotiated, default), 2026 (2026-07-28) or legacy "
                               "(initialize handshake)")  # fmt: skip
+    add_header_argument(targets)
+
+
+def add_header_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--header "NAME: VALUE"``, repeatable, for an ``http:`` target that requires it (D-CNF-067)."""
+    parser.add_argument("--header", action="append", default=[], metavar='"NAME: VALUE"',
+                        help="send this header on every request to an http: target (repeatable), e.g. "
+                             f'"Authorization: Bearer TOKEN"; ${HEADERS_VARIABLE} holds more, one a line, '
+                             "so a secret need not be on the command line")  # fmt: skip
+
+
+def request_headers(given: Sequence[str] = (), environ: Mapping[str, str] = os.environ) -> tuple[tuple[str, str], ...]:
+    """The headers of ``$INTENTREF_HEADERS`` and then ``given`` (a later one replaces an earlier of its name).
+
+    A malformed one is a ``UsageError`` that names where it came from and never shows it: it
+    may be a secret pasted on the wrong line (D-CNF-067).
+    """
+    lines = [(HEADERS_VARIABLE, line) for line in environ.get(HEADERS_VARIABLE, "").splitlines() if line.strip()]
+    found: dict[str, tuple[str, str]] = {}
+    for source, text in [*lines, *(("--header", text) for text in given)]:
+        name, colon, value = (part.strip() for part in text.partition(":"))
+        if not (colon and _HEADER_NAME.fullmatch(name) and _HEADER_VALUE.fullmatch(value)):
+            raise UsageError(f'{source}: write NAME: VALUE, e.g. "Authorization: Bearer TOKEN" '
+                             "(what was given is not shown: it may be a secret)")  # fmt: skip
+        found[name.lower()] = (name, value)
+    return tuple(found.values())
+
+
+def header_lines(headers: Sequence[tuple[str, str]]) -> str:
+    """``headers`` as ``$INTENTREF_HEADERS`` holds them, for a child process's environment."""
+    return "".join(f"{name}: {value}\n" for name, value in headers)
 
 
 def add_cold_start_argument(parser: argparse.ArgumentParser) -> None:
@@ -51,7 +92,15 @@ def add_cold_start_argument(parser: argparse.ArgumentParser) -> None:
 def target_from(args: argparse.Namespace, timeout: float = DEFAULT_TIMEOUT,
                 cold_start: bool = False) -> TargetSpec:  # fmt: skip
     """The spec the flags name, every mistake in it raised as a one-line ``UsageError``."""
-    return parse(_spec_text(args), args.era, timeout, cold_start)
+    spec = parse(_spec_text(args), args.era, timeout, cold_start)
+    if args.header and spec.kind != "http":
+        raise UsageError(f"--header goes with a server already listening (--http URL), not with {spec.kind}")
+    return replace(spec, headers=request_headers(args.header))
+
+
+def spec_in_child(text: str, era: str, timeout: float) -> TargetSpec:
+    """A spec given on a pytest run's command line, its headers from ``$INTENTREF_HEADERS`` (D-CNF-067)."""
+    return replace(parse(text, era, timeout), headers=request_headers())
 
 
 def _spec_text(args: argparse.Namespace) -> str:

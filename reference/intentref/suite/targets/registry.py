@@ -57,6 +57,8 @@ class TargetSpec:
     timeout: float = DEFAULT_TIMEOUT
     cold_start: bool = False
     resources: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    # spec: D-CNF-067 -- what an HTTP server requires on every request (a token): never in a repr or report.
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     @property
     def text(self) -> str:
@@ -224,7 +226,7 @@ def _stdio(spec: TargetSpec) -> Target:
 def _http(spec: TargetSpec) -> Target:
     from intentref.suite.targets import mcp_http as mcp_targets
 
-    return mcp_targets.HttpTarget(spec.argument, spec.era, spec.timeout)
+    return mcp_targets.HttpTarget(spec.argument, spec.era, spec.timeout, headers=dict(spec.headers))
 
 
 @target_kind("http-reference", "", "the bundled reference over streamable HTTP on 127.0.0.1, one per worker",
