@@ -55,6 +55,10 @@ class TargetCannotStart(Exception):
     """
 
 
+class EraRefused(TargetCannotStart):
+    """The server answers, but not in the pinned era (D-CNF-052); ``--era both`` judges the other (D-CNF-071)."""
+
+
 class ServerExited(RuntimeError):
     """A server process exited before it answered its first request.
 

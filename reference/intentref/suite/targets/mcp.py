@@ -42,6 +42,7 @@ from intentref.mcp.replies import is_bridge_reply
 from intentref.suite.targets import recording
 from intentref.suite.targets.base import (
     CallSession,
+    EraRefused,
     ProtocolRefusal,
     Reply,
     RequestDropped,
@@ -179,13 +180,13 @@ class Connection:
         root = _root(exc)
         if isinstance(root, MCPError) and root.code not in _TRANSPORT_FAILURES:
             # The server is up and answers, but not in this era (D-CNF-052): no case can run.
-            return TargetCannotStart(self._era.refused(f"JSON-RPC error {root.code} ({root.message})"))
+            return EraRefused(self._era.refused(f"JSON-RPC error {root.code} ({root.message})"))
         if isinstance(root, pydantic.ValidationError) and self._era.asked != "auto":
             # It answered, with a result this era does not know (a handshake-era tools/list
             # lacks the 2026-07-28 members): the same refusal in other words (D-CNF-052).
             missing = sorted({str(e["loc"][0]) for e in root.errors() if e.get("type") == "missing" and e.get("loc")})
             said = f"a {root.title} without {', '.join(missing)}" if missing else f"a {root.title} this era does not read"
-            return TargetCannotStart(self._era.refused(said))
+            return EraRefused(self._era.refused(said))
         if self.info is None:
             if isinstance(root, httpx2.ConnectError):  # nothing listens there: no case can run
                 return TargetCannotStart(f"nothing answers at {self.address or 'the server address'} ({_describe(exc)})")

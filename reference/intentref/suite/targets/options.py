@@ -1,7 +1,7 @@
 """The target flags of every command that runs a target, read once into a ``TargetSpec``.
 
     --in-process | --stdio COMMAND | --http URL | --http-reference | --harness COMMAND
-    | --python MODULE:ATTR | --target SPEC        [--era auto|2026|legacy]
+    | --python MODULE:ATTR | --target SPEC        [--era auto|2026|legacy|both]
 
 ``intentref conformance``, ``properties`` and ``fuzz --replay`` take them alike: one flag
 per target kind that declares one (``registry.TARGET_KINDS``), ``--target`` for any kind,
@@ -18,6 +18,12 @@ from intentref.suite.targets.registry import DEFAULT_TIMEOUT, ERAS, TARGET_KINDS
 
 # spec: D-CNF-057 -- every command's target when no flag names one: the bundled server, over real stdio.
 DEFAULT_TARGET: Final = "reference"
+BOTH: Final = "both"
+
+
+def eras_of(era: str) -> tuple[str, ...]:
+    """The eras a run judges: each pinned in turn for ``--era both`` (D-CNF-070), else the one asked."""
+    return ("2026", "legacy") if era == BOTH else (era,)
 
 
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,9 +41,9 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
                         help="any target by its spec, KIND or KIND:ARGUMENT (stdio:COMMAND, variant:NAME, "
                              "faulty:NAME, python:MODULE:ATTR, ...; an unknown kind is answered with the "
                              "list of all)")  # fmt: skip
-    targets.add_argument("--era", choices=ERAS, default="auto",
-                         help="MCP era: auto (negotiated, default), 2026 (2026-07-28) or legacy "
-                              "(initialize handshake)")  # fmt: skip
+    targets.add_argument("--era", choices=(*ERAS, BOTH), default="auto",
+                         help="MCP era: auto (negotiated, default), 2026 (2026-07-28), legacy "
+                              "(initialize handshake) or both (each case in each era, D-CNF-070)")  # fmt: skip
 
 
 def add_cold_start_argument(parser: argparse.ArgumentParser) -> None:
@@ -51,7 +57,7 @@ def add_cold_start_argument(parser: argparse.ArgumentParser) -> None:
 def target_from(args: argparse.Namespace, timeout: float = DEFAULT_TIMEOUT,
                 cold_start: bool = False) -> TargetSpec:  # fmt: skip
     """The spec the flags name, every mistake in it raised as a one-line ``UsageError``."""
-    return parse(_spec_text(args), args.era, timeout, cold_start)
+    return parse(_spec_text(args), eras_of(args.era)[0], timeout, cold_start)
 
 
 def _spec_text(args: argparse.Namespace) -> str:
