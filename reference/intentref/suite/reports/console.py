@@ -250,7 +250,8 @@ def print_scenarios(report: Report) -> None:
     """The host judge's plain list: a line per scenario with each of its violations under it, then the count."""
     level = report.run_info["level"]
     for row in report.rows:
-        print(f"{'FAIL' if row.outcome == FAILED else 'pass'} {row.id} {row.title} ({row.seconds:.1f} s)")
-        for line in row.lines:
+        mark = {FAILED: "FAIL", UNSUPPORTED: "unsupported"}.get(row.outcome, "pass")  # unsupported: D-CNF-071
+        print(f"{mark} {row.label} {row.title} ({row.seconds:.1f} s)")
+        for line in [row.detail] if row.outcome == UNSUPPORTED else row.lines:
             print(f"  {line}")
     print(f"{report.tally[PASSED]} of {len(report.rows)} scenarios pass at {level} level in {report.seconds:.1f} s")
