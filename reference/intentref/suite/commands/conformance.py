@@ -26,16 +26,15 @@ import platform
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from intentref.suite.targets.options import (
-    BOTH,
     add_cold_start_argument,
     add_target_arguments,
-    eras_of,
+    era_specs,
     target_from,
 )
 from intentref.suite.targets.registry import DEFAULT_TIMEOUT
@@ -282,7 +281,7 @@ def _run(args: argparse.Namespace) -> int:
     tracing_before = recording.enabled()
     recording.enable(args.trace or tracing_before)  # spec: D-CNF-064, seen by the workers too
     try:
-        specs = _era_specs(spec, args.era)
+        specs = era_specs(spec, args.era)
         judged = [_judge_era(args, era_spec, cases, jobs, console, first_done, len(specs) > 1) for era_spec in specs]
     finally:
         recording.enable(tracing_before)
@@ -331,18 +330,6 @@ class EraRun:
 
     def facts(self) -> dict[str, Any]:
         return {"seconds": round(self.seconds, 3), **({"refused": self.refused} if self.refused else {})}
-
-
-def _era_specs(spec: Any, era: str) -> list[Any]:
-    """The spec of each era judged: both eras for ``--era both`` on a target that has eras (D-CNF-070)."""
-    if era != BOTH:
-        return [spec]
-    target = spec.build()  # nothing starts before a run opens
-    try:
-        has_eras = target.era_in_force() is not None
-    finally:
-        target.close()
-    return [replace(spec, era=each) for each in eras_of(era)] if has_eras else [replace(spec, era="auto")]
 
 
 def _judge_era(args: argparse.Namespace, spec: Any, cases: list[Any], jobs: int, console: Any,

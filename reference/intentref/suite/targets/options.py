@@ -12,6 +12,7 @@ built (a worker process, a pytest child), never through the environment (D-CNF-0
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from typing import Final
 
 from intentref.suite.targets.registry import DEFAULT_TIMEOUT, ERAS, TARGET_KINDS, TargetSpec, parse
@@ -44,6 +45,19 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
     targets.add_argument("--era", choices=(*ERAS, BOTH), default="auto",
                          help="MCP era: auto (negotiated, default), 2026 (2026-07-28), legacy "
                               "(initialize handshake) or both (each case in each era, D-CNF-070)")  # fmt: skip
+
+
+def era_specs(spec: TargetSpec, era: str) -> list[TargetSpec]:
+    """The spec of each era a run judges: both pinned in turn for ``--era both`` on a target that has
+    eras; ``spec`` alone otherwise, a target without MCP having no era to choose (D-CNF-070)."""
+    if era != BOTH:
+        return [spec]
+    target = spec.build()  # nothing starts before a run opens
+    try:
+        has_eras = target.era_in_force() is not None
+    finally:
+        target.close()
+    return [replace(spec, era=each) for each in eras_of(era)] if has_eras else [replace(spec, era="auto")]
 
 
 def add_cold_start_argument(parser: argparse.ArgumentParser) -> None:
