@@ -339,18 +339,13 @@ def _judge_era(args: argparse.Namespace, spec: Any, cases: list[Any], jobs: int,
     from intentref.suite.cases.script import UNSUPPORTED, CaseOutcome
     from intentref.suite.execution import workers
     from intentref.suite.execution.runner import merge_repetitions
-    from intentref.suite.targets.base import EraRefused
+    from intentref.suite.targets.preflight import era_refusal
 
     started = time.perf_counter()
-    try:
-        if tagged:
-            _probe_era(spec)
-        spec, findings = _checked(spec, cases)
-    except EraRefused as exc:
-        if not tagged:
-            raise
-        refused = [CaseOutcome(case.id, UNSUPPORTED, detail=str(exc), era=spec.era) for case in cases]
-        return EraRun(spec, refused, refused=str(exc))
+    if tagged and (refusal := era_refusal(spec)):
+        refused = [CaseOutcome(case.id, UNSUPPORTED, detail=refusal, era=spec.era) for case in cases]
+        return EraRun(spec, refused, seconds=time.perf_counter() - started, refused=refusal)
+    spec, findings = _checked(spec, cases)
     for finding in findings:
         print(f"note: {finding}")
     repetitions = []
@@ -369,23 +364,6 @@ def _judge_era(args: argparse.Namespace, spec: Any, cases: list[Any], jobs: int,
     for outcome in outcomes if tagged else ():
         outcome.era = spec.era
     return EraRun(spec, outcomes, work, findings, time.perf_counter() - started)
-
-
-def _probe_era(spec: Any) -> None:
-    """One connection in ``spec``'s pinned era: ``EraRefused`` when the server does not speak it (D-CNF-071)."""
-    if spec.forks_reference:
-        return  # the bundled reference speaks both eras; asking would start a zygote of its own
-    from intentref.suite.targets.base import load_instances
-
-    target = spec.build()
-    try:
-        run = target.open(load_instances(), {})
-        try:
-            run.connect().close()
-        finally:
-            run.close()
-    finally:
-        target.close()
 
 
 def _baseline_report(path: str | None) -> dict[str, Any] | None:

@@ -97,7 +97,7 @@ class RunState:
 
 
 def run(args: argparse.Namespace) -> int:
-    from intentref.suite.targets.base import EraRefused
+    from intentref.suite.targets.preflight import era_refusal
 
     try:
         spec = target_from(args, LARGE_CALL_TIMEOUT)
@@ -112,12 +112,11 @@ def run(args: argparse.Namespace) -> int:
     eras: dict[str, dict[str, Any]] = {}
     found: list[Any] = []  # the conformance cases of the divergences, of every era
     for era_spec in specs:  # spec: D-CNF-070 -- with --era both, each era a full run of its own
-        try:
-            problem = preflight(era_spec, tagged=len(specs) > 1)
-        except EraRefused as exc:  # spec: D-CNF-071 -- that era unsupported, in one line
-            print(f"intentref properties: era {era_spec.era} unsupported: {exc}", flush=True)
-            eras[era_spec.era] = {"unsupported": str(exc), "passed": True}
+        if len(specs) > 1 and (refusal := era_refusal(era_spec)):  # spec: D-CNF-071 -- unsupported, one line
+            print(f"intentref properties: era {era_spec.era} unsupported: {refusal}", flush=True)
+            eras[era_spec.era] = {"unsupported": refusal, "passed": True}
             continue
+        problem = preflight(era_spec)
         if problem is not None:
             print(f"intentref properties: the target {era_spec} cannot be used: {problem}", file=sys.stderr)
             return 2
@@ -175,11 +174,10 @@ def _judge(args: argparse.Namespace, spec: TargetSpec, seed: int, found: list[An
     return figures
 
 
-def preflight(spec: TargetSpec, tagged: bool = False) -> str | None:
+def preflight(spec: TargetSpec) -> str | None:
     """Why the target cannot even start (a module that does not import, a command that is not
-    there), found in a second instead of as one error per property; None when it answers.
-    ``tagged`` (one era of ``--era both``): a server that does not speak it raises ``EraRefused``."""
-    from intentref.suite.targets.base import EraRefused, load_instances
+    there), found in a second instead of as one error per property; None when it answers."""
+    from intentref.suite.targets.base import load_instances
 
     try:
         target = spec.build()
@@ -192,8 +190,6 @@ def preflight(spec: TargetSpec, tagged: bool = False) -> str | None:
         finally:
             run.close()
     except Exception as exc:
-        if tagged and isinstance(exc, EraRefused):
-            raise
         return f"{type(exc).__name__}: {exc}"
     finally:
         with contextlib.suppress(Exception):
