@@ -70,7 +70,7 @@ def exit_status_text() -> str:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = exit_status_text()
     p.formatter_class = argparse.RawDescriptionHelpFormatter  # keeps the epilog's lines
-    add_target_arguments(p)
+    add_target_arguments(p, both=True)
     add_cold_start_argument(p)
     p.add_argument("--smoke", action="store_true", help="with --harness: check the harness protocol only")
 

@@ -67,7 +67,7 @@ INTERRUPTED: Final = 130  # the shell's status for a run ended by a signal (128 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("properties", help="run the property suite and a call campaign against a target")
-    add_target_arguments(p)
+    add_target_arguments(p, both=True)
     p.add_argument("--profile", choices=PROFILES, default="ci", help="ci (fast, default), long (>= 100,000 calls), smoke")
     p.add_argument("--seed", type=int, default=None, help="pin the seed (default: a new one, printed)")
     p.add_argument("--calls", type=int, default=None, help="campaign calls (default: 2,000 for ci, 100,000 for long)")

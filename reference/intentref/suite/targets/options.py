@@ -7,6 +7,7 @@
 per target kind that declares one (``registry.TARGET_KINDS``), ``--target`` for any kind,
 the same default target, and the era carried by the spec itself to wherever the target is
 built (a worker process, a pytest child), never through the environment (D-CNF-052).
+``--era both`` (not for fuzz replay) is a run per era, each spec pinned to its era (D-CNF-070).
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ def eras_of(era: str) -> tuple[str, ...]:
     return ("2026", "legacy") if era == BOTH else (era,)
 
 
-def add_target_arguments(parser: argparse.ArgumentParser) -> None:
-    """The target flags, in a group of their own; one of them at most."""
+def add_target_arguments(parser: argparse.ArgumentParser, both: bool = False) -> None:
+    """The target flags, in a group of their own; one of them at most.  ``both``: the command
+    judges a run in each era on ``--era both`` (D-CNF-070)."""
     targets = parser.add_argument_group("target (default: the bundled reference over stdio)")
     chosen = targets.add_mutually_exclusive_group()
     for kind in TARGET_KINDS.values():
@@ -42,9 +44,9 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
                         help="any target by its spec, KIND or KIND:ARGUMENT (stdio:COMMAND, variant:NAME, "
                              "faulty:NAME, python:MODULE:ATTR, ...; an unknown kind is answered with the "
                              "list of all)")  # fmt: skip
-    targets.add_argument("--era", choices=(*ERAS, BOTH), default="auto",
-                         help="MCP era: auto (negotiated, default), 2026 (2026-07-28), legacy "
-                              "(initialize handshake) or both (each case in each era, D-CNF-070)")  # fmt: skip
+    targets.add_argument("--era", choices=(*ERAS, BOTH) if both else ERAS, default="auto",
+                         help="MCP era: auto (negotiated, default), 2026 (2026-07-28) or legacy (initialize "
+                              "handshake)" + (", or both: a run in each, side by side (D-CNF-070)" if both else ""))  # fmt: skip
 
 
 def era_specs(spec: TargetSpec, era: str) -> list[TargetSpec]:
