@@ -1,7 +1,7 @@
 """intentref conformance: run the conformance suite against a target.
 
     intentref conformance [--in-process | --stdio CMD | --http URL | --http-reference | --harness CMD
-                           | --python MOD:ATTR | --target SPEC] [--era auto|2026|legacy] [--cold-start]
+                           | --python MOD:ATTR | --target SPEC] [--era auto|2026|legacy|both] [--cold-start]
                           [--jobs N] [--isolate] [--level normative|all] [--only PAT] [--skip PAT]
                           [--expected-failures FILE] [--timeout S] [--json F] [--junit F] [--html F]
                           [--trace] [--repeat N]
