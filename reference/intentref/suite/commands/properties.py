@@ -177,18 +177,14 @@ def _judge(args: argparse.Namespace, spec: TargetSpec, seed: int, found: list[An
 def preflight(spec: TargetSpec) -> str | None:
     """Why the target cannot even start (a module that does not import, a command that is not
     there), found in a second instead of as one error per property; None when it answers."""
-    from intentref.suite.targets.base import load_instances
+    from intentref.suite.targets.preflight import connect_once
 
     try:
         target = spec.build()
     except Exception as exc:  # the spec's own error: ImportError, ValueError, ...
         return f"{type(exc).__name__}: {exc}"
     try:
-        run = target.open(load_instances(), {})
-        try:
-            run.connect().close()
-        finally:
-            run.close()
+        connect_once(target)
     except Exception as exc:
         return f"{type(exc).__name__}: {exc}"
     finally:

@@ -61,11 +61,7 @@ def era_refusal(spec: TargetSpec) -> str | None:
         return None  # the bundled reference speaks both eras; asking would start a zygote of its own
     target = spec.build()
     try:
-        run = target.open(load_instances(), {})
-        try:
-            run.connect().close()
-        finally:
-            run.close()
+        connect_once(target)
     except EraRefused as exc:
         return str(exc)
     except Exception:
@@ -73,3 +69,13 @@ def era_refusal(spec: TargetSpec) -> str | None:
     finally:
         target.close()
     return None
+
+
+def connect_once(target: Target) -> None:
+    """A run with the suite's instances and one connection on it, closed again: whatever keeps
+    the target from serving a first case is raised here."""
+    run = target.open(load_instances(), {})
+    try:
+        run.connect().close()
+    finally:
+        run.close()
