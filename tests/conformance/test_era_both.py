@@ -71,7 +71,7 @@ def test_a_server_of_the_handshake_era_gets_the_2026_cases_unsupported_in_one_li
     assert status == 0, said
     assert _by_era(document) == [("BRG-0001", "2026", "unsupported"), ("BRG-0001", "legacy", "passed")]
     reason = document["cases"][0]["detail"]
-    assert "\n" not in reason and "2026-07-28" in reason and "initialize handshake" in reason
+    assert "\n" not in reason and "2026-07-28" in reason and "initialize handshake" in reason and "--era" not in reason
     assert document["runInfo"]["era"] == "legacy" and document["runInfo"]["eras"]["2026"]["refused"] == reason
 
 

@@ -63,7 +63,7 @@ def era_refusal(spec: TargetSpec) -> str | None:
     try:
         connect_once(target)
     except EraRefused as exc:
-        return str(exc)
+        return exc.answered
     except Exception:
         return None
     finally:
