@@ -41,6 +41,8 @@ class CaseOutcome:
     trace: dict[str, Any] | None = None
     # With --repeat, each repetition's outcome when they differ (D-CNF-065).
     flaky: list[str] = field(default_factory=list)
+    # With --era both, the era it was judged in (D-CNF-070); "" in a run of one era.
+    era: str = ""
 
 
 # spec: D-CNF-058 -- a case that sleeps against a Bridge's legacy TTLs has a timing

@@ -1,7 +1,7 @@
 """intentref conformance: run the conformance suite against a target.
 
     intentref conformance [--in-process | --stdio CMD | --http URL | --http-reference | --harness CMD
-                           | --python MOD:ATTR | --target SPEC] [--era auto|2026|legacy] [--cold-start]
+                           | --python MOD:ATTR | --target SPEC] [--era auto|2026|legacy|both] [--cold-start]
                           [--jobs N] [--isolate] [--level normative|all] [--only PAT] [--skip PAT]
                           [--expected-failures FILE] [--timeout S] [--json F] [--junit F] [--html F]
                           [--trace] [--repeat N]
@@ -26,11 +26,17 @@ import platform
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from intentref.suite.targets.options import add_cold_start_argument, add_target_arguments, target_from
+from intentref.suite.targets.options import (
+    add_cold_start_argument,
+    add_target_arguments,
+    era_specs,
+    target_from,
+)
 from intentref.suite.targets.registry import DEFAULT_TIMEOUT
 from intentref.suite.usage import UsageError, worker_count
 
@@ -64,7 +70,7 @@ def exit_status_text() -> str:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = exit_status_text()
     p.formatter_class = argparse.RawDescriptionHelpFormatter  # keeps the epilog's lines
-    add_target_arguments(p)
+    add_target_arguments(p, both=True)
     add_cold_start_argument(p)
     p.add_argument("--smoke", action="store_true", help="with --harness: check the harness protocol only")
 
@@ -268,44 +274,39 @@ def _run(args: argparse.Namespace) -> int:
     # time it takes to read the fixtures, with no server started and stopped for it.
     cases = _selected(args)
     jobs = args.jobs or workers.default_jobs()
-    spec, findings = _checked(spec, cases)
-    for finding in findings:
-        print(f"note: {finding}")
     console = _console()
     first_done: list[float] = []
-    repetitions = []
-    from intentref.suite.execution.runner import merge_repetitions
     from intentref.suite.targets import recording
 
     tracing_before = recording.enabled()
     recording.enable(args.trace or tracing_before)  # spec: D-CNF-064, seen by the workers too
     try:
-        for repetition in range(args.repeat):  # spec: D-CNF-065 -- each a full run, as without --repeat
-            with _progress(console, cases, _repetition_name(repetition, args.repeat)) as advance:
-
-                def on_outcome(case: Any, outcome: Any) -> None:
-                    if not first_done:
-                        first_done.append(time.perf_counter())
-                    advance(case, outcome)
-
-                done, work = workers.execute(cases, spec, jobs=jobs, isolate=args.isolate, on_outcome=on_outcome)
-            repetitions.append(done)
+        specs = era_specs(spec, args.era)
+        judged = [_judge_era(args, era_spec, cases, jobs, console, first_done, len(specs) > 1) for era_spec in specs]
     finally:
         recording.enable(tracing_before)
-    outcomes = merge_repetitions(repetitions)
     ended = time.perf_counter()
-    run_info = _run_info(args, spec, work, started_at, ended - started, len(cases), jobs)
+    spoken = [era for era in judged if not era.refused]
+    if not spoken:
+        raise TargetCannotStart(judged[0].refused)  # spec: D-CNF-071 -- no era spoken: one line, as D-CNF-052
+    order = {case.id: index for index, case in enumerate(cases)}
+    # Each case's eras next to each other, in case order (D-CNF-070); sorted() keeps the eras' order.
+    outcomes = sorted((o for era in judged for o in era.outcomes), key=lambda o: order.get(o.case_id, len(order)))
+    run_info = _run_info(args, spoken[0].spec, spoken[0].work, started_at, ended - started, len(cases), jobs)
+    if len(judged) > 1:  # spec: D-CNF-070
+        run_info["era"] = "+".join(era.spec.era for era in spoken)
+        run_info["eras"] = {era.spec.era: era.facts() for era in judged}
     if args.repeat > 1:
         run_info["repeat"] = args.repeat
-    if findings:
+    if findings := spoken[0].findings:
         run_info["findings"] = findings
     _print_summary(console, run_info, cases, outcomes, args.cases)
     regressed = _write_reports(report_paths, baseline_report, run_info, cases, outcomes)
-    if first_done and len(cases) > 1:
+    if first_done and len(outcomes) > 1:
         # Start-up (a server, an interpreter, the first run) is paid once; the rate that
         # matters for a long suite is the one after it.
-        rate = (len(cases) * args.repeat - 1) / max(ended - first_done[0], 1e-9)
-        print(f"{len(cases)} cases in {ended - started:.1f} s; {rate:.0f} cases/s after start-up "
+        rate = (len(outcomes) * args.repeat - 1) / max(ended - first_done[0], 1e-9)
+        print(f"{len(outcomes)} cases in {ended - started:.1f} s; {rate:.0f} cases/s after start-up "
               f"({first_done[0] - started:.1f} s), {jobs} worker process{'es' if jobs != 1 else ''}")  # fmt: skip
     verdict = baseline.judge(outcomes, listed)
     if listed:
@@ -314,6 +315,55 @@ def _run(args: argparse.Namespace) -> int:
         for case_id in verdict.stale:
             print(f"  stale: {case_id} passes now; remove it from {args.expected_failures}")
     return EXIT_OK if verdict.ok and not regressed else EXIT_FAILED
+
+
+@dataclass
+class EraRun:
+    """One era's part of a run: all of it in a run of one era."""
+
+    spec: Any
+    outcomes: list[Any]
+    work: Any = None
+    findings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    refused: str = ""  # spec: D-CNF-071 -- why the server does not speak this era, in one line
+
+    def facts(self) -> dict[str, Any]:
+        return {"seconds": round(self.seconds, 3), **({"refused": self.refused} if self.refused else {})}
+
+
+def _judge_era(args: argparse.Namespace, spec: Any, cases: list[Any], jobs: int, console: Any,
+               first_done: list[float], tagged: bool) -> EraRun:  # fmt: skip
+    """The cases in ``spec``'s era, each --repeat a full run (D-CNF-065); ``tagged`` (one of two eras):
+    each outcome says its era, and an era the server does not speak leaves every case unsupported."""
+    from intentref.suite.cases.script import UNSUPPORTED, CaseOutcome
+    from intentref.suite.execution import workers
+    from intentref.suite.execution.runner import merge_repetitions
+    from intentref.suite.targets.preflight import era_refusal
+
+    started = time.perf_counter()
+    if tagged and (refusal := era_refusal(spec)):
+        refused = [CaseOutcome(case.id, UNSUPPORTED, detail=refusal, era=spec.era) for case in cases]
+        return EraRun(spec, refused, seconds=time.perf_counter() - started, refused=refusal)
+    spec, findings = _checked(spec, cases)
+    for finding in findings:
+        print(f"note: {finding}")
+    repetitions = []
+    for repetition in range(args.repeat):  # spec: D-CNF-065 -- each a full run, as without --repeat
+        name = _repetition_name(repetition, args.repeat) + (f", era {spec.era}" if tagged else "")
+        with _progress(console, cases, name) as advance:
+
+            def on_outcome(case: Any, outcome: Any) -> None:
+                if not first_done:
+                    first_done.append(time.perf_counter())
+                advance(case, outcome)
+
+            done, work = workers.execute(cases, spec, jobs=jobs, isolate=args.isolate, on_outcome=on_outcome)
+        repetitions.append(done)
+    outcomes = merge_repetitions(repetitions)
+    for outcome in outcomes if tagged else ():
+        outcome.era = spec.era
+    return EraRun(spec, outcomes, work, findings, time.perf_counter() - started)
 
 
 def _baseline_report(path: str | None) -> dict[str, Any] | None:

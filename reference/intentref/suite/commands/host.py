@@ -1,7 +1,7 @@
 """``intentref host``: judge a host of the protocol by what it does.
 
     intentref host --command "my-host --server {server} --model {model} --request {request}"
-                   [--scenario FILE ...] [--level normative|reference] [--era auto|2026|legacy]
+                   [--scenario FILE ...] [--level normative|reference] [--era auto|2026|legacy|both]
                    [--json F] [--junit F] [--html F] [--markdown F]
                    [--fuzz --seed N --count K [--out DIR]]
 
@@ -39,11 +39,12 @@ def add_parser(sub: Any) -> None:
                    help="the host's command line with the placeholders {server}, {model} and {request}")  # fmt: skip
     p.add_argument("--http", action="store_true",
                    help="serve over streamable HTTP: the command takes {url} instead of {server}")  # fmt: skip
+    from intentref.suite.targets.options import BOTH
     from intentref.suite.targets.registry import ERAS
 
-    p.add_argument("--era", choices=ERAS, default="auto",
+    p.add_argument("--era", choices=(*ERAS, BOTH), default="auto",
                    help="MCP era the judge's server speaks: auto (both, the host's choice; default), 2026 "
-                        "(2026-07-28) or legacy (initialize handshake)")  # fmt: skip
+                        "(2026-07-28), legacy (initialize handshake) or both (each scenario in each, D-CNF-070)")  # fmt: skip
     p.add_argument("--scenario", action="append", default=[], metavar="FILE",
                    help="run this scenario file (repeatable; default: the catalogue conformance/hosts/*.json)")  # fmt: skip
     p.add_argument("--level", choices=("normative", "reference"), default="normative",
@@ -75,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
     from intentref.suite.cases.script import FAILED
     from intentref.suite.host import judge
     from intentref.suite.reports import console, html, junit, markdown, output
+    from intentref.suite.targets.options import BOTH, eras_of
 
     try:
         argv = judge.check_command(args.command, http=args.http)
@@ -101,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
             return fuzz.run_fuzz(argv, seed=args.seed, count=args.count, out=out, level=args.level,
                                  timeout=args.timeout, jobs=args.jobs, http=args.http)  # fmt: skip
         paths = [pathlib.Path(p) for p in args.scenario] or judge.catalogue_paths()
-        scenarios = [judge.with_era(scenario, args.era) for scenario in judge.load_scenarios(paths)]
+        scenarios = [judge.with_era(scenario, era) for scenario in judge.load_scenarios(paths) for era in eras_of(args.era)]
     except judge.UsageProblem as problem:
         return _usage(str(problem))
     started = time.monotonic()
@@ -113,6 +115,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"intentref host: {line}", file=sys.stderr)
         return CANNOT_RUN_STATUS
     report = host_report(args.command, verdicts, args.level, time.monotonic() - started, args.era)
+    if args.era == BOTH and report.run_info["era"] == "-":  # spec: D-CNF-071 -- no era spoken
+        print("intentref host: the host made no tool call in either era", file=sys.stderr)
+        return CANNOT_RUN_STATUS
     console.print_scenarios(report)
     if args.json_out:
         output.write_json(args.json_out, report_document(report))
@@ -129,22 +134,30 @@ def run(args: argparse.Namespace) -> int:
 
 def host_report(command: str, verdicts: Sequence[Any], level: str, seconds: float, era: str = "auto") -> Report:
     """The judge's verdicts as the suite's report: a row per scenario, its violations as lines and records."""
-    from intentref.suite.cases.script import FAILED, PASSED
-    from intentref.suite.host.judge import violation_line
+    from intentref.suite.cases.script import FAILED, PASSED, UNSUPPORTED
+    from intentref.suite.host.judge import served_era, violation_line
     from intentref.suite.reports.model import Report, Row
+    from intentref.suite.targets.options import BOTH
 
-    rows = [Row(id=v.id, outcome=FAILED if v.failed(level) else PASSED, area="intentref host", level=v.scenario["level"],
+    # The era the host spoke, as the server saw its calls (D-CNF-066): "2026+legacy" when it spoke both,
+    # "-" when it made no call at all.
+    spoken = set().union(*(v.eras for v in verdicts))
+    tagged = era == BOTH  # spec: D-CNF-070, D-CNF-071 -- an era the host never spoke in is unsupported
+    unspoken = "the host made no tool call in this era in any scenario: it may speak only the other"
+
+    def outcome(v: Any) -> str:
+        return UNSUPPORTED if tagged and served_era(v.scenario) not in spoken else FAILED if v.failed(level) else PASSED
+
+    rows = [Row(id=v.id, outcome=outcome(v), area="intentref host", level=v.scenario["level"],
                 title=str(v.scenario["title"]), group="intentref.host", seconds=v.seconds,
                 lines=tuple(violation_line(v, w, x) for w, x in v.violations),
                 violations=tuple({"rule": x.rule, "level": x.level, "wording": w, "where": x.where, "message": x.message}
                                  for w, x in v.violations),
-                requirements=tuple(v.scenario["requirements"]), decisions=tuple(v.scenario.get("decisions", [])))
+                requirements=tuple(v.scenario["requirements"]), decisions=tuple(v.scenario.get("decisions", [])),
+                era=served_era(v.scenario) if tagged else "", detail=unspoken if outcome(v) == UNSUPPORTED else "")
             for v in verdicts]  # fmt: skip
     passed = sum(row.outcome == PASSED for row in rows)
     title = f"intentref host: {passed} of {len(rows)} scenarios pass at {level} level"
-    # The era the host spoke, as the server saw its calls (D-CNF-066): "2026+legacy" when it spoke both,
-    # "-" when it made no call at all.
-    spoken = set().union(*(v.eras for v in verdicts))
     run_info = {"command": command, "level": level, "seconds": round(seconds, 3),
                 "era": "+".join(sorted(spoken)) or "-", "eraAsked": era}  # fmt: skip
     return Report("intentref host", title, run_info, rows, RULES_NOTE, failure_type="violation")
@@ -153,15 +166,17 @@ def host_report(command: str, verdicts: Sequence[Any], level: str, seconds: floa
 def report_document(report: Report) -> dict[str, Any]:
     """The host judge's JSON report."""
     from intentref.suite.cases.script import FAILED
+    from intentref.suite.reports.model import by_era, counts
 
     return {
         "tool": report.name, "command": report.run_info["command"], "level": report.run_info["level"],
         "era": report.run_info.get("era", "-"), "eraAsked": report.run_info.get("eraAsked", "auto"),
-        "seconds": round(report.seconds, 3), "summary": {"scenarios": len(report.rows), "failed": report.tally[FAILED]},
+        "seconds": round(report.seconds, 3), "summary": {"scenarios": len(report.rows), "failed": report.tally[FAILED],
+                    **({"byEra": {era: counts(rows) for era, rows in eras.items()}} if (eras := by_era(report.rows)) else {})},
         "scenarios": [
             {"id": row.id, "title": row.title, "level": row.level, "requirements": list(row.requirements),
              "decisions": list(row.decisions), "status": row.outcome, "seconds": round(row.seconds, 3),
-             "violations": list(row.violations)}
+             "violations": list(row.violations), **({"era": row.era, "detail": row.detail} if row.era else {})}
             for row in report.rows
         ],
     }  # fmt: skip

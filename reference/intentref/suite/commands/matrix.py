@@ -25,7 +25,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -33,8 +33,8 @@ from typing import Any, Final
 from intentref.suite.cases import baseline
 from intentref.suite.cases.fixtures import Case
 from intentref.suite.cases.script import ERRORED, FAILED, PASSED, UNSUPPORTED, CaseOutcome
-from intentref.suite.reports.model import LEVELS, Row, case_row, counts, of_level
-from intentref.suite.targets.options import add_header_argument, request_headers
+from intentref.suite.reports.model import LEVELS, Row, case_row, counts, labelled, of_level
+from intentref.suite.targets.options import BOTH, add_header_argument, era_specs, request_headers
 from intentref.suite.targets.registry import DEFAULT_TIMEOUT, ERAS, described
 from intentref.suite.usage import UsageError
 
@@ -60,6 +60,7 @@ class Implementation:
     era: str = "auto"
     expected_failures: str | None = None
     era_negotiated: str = "-"  # what its run spoke (D-CNF-066); "-": not MCP, or it never ran
+    era_column: bool = False  # one of its two columns of --era both (D-CNF-070)
     outcomes: dict[str, CaseOutcome] = field(default_factory=dict)
     error: str | None = None
     seconds: float = 0.0
@@ -95,8 +96,8 @@ def read_targets_file(path: str) -> list[Implementation]:
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not isinstance(entry.get("spec"), str):
             raise UsageError(f"--targets {path}: /targets/{index} needs string members name and spec")
         era = entry.get("era", "auto")
-        if era not in ERAS:
-            raise UsageError(f"--targets {path}: /targets/{index}/era must be one of {', '.join(ERAS)}")
+        if era not in (*ERAS, BOTH):
+            raise UsageError(f"--targets {path}: /targets/{index}/era must be one of {', '.join((*ERAS, BOTH))}")
         found.append(Implementation(entry["name"], entry["spec"], "user", era, entry.get("expectedFailures")))
     return found
 
@@ -107,6 +108,23 @@ def parse_target_option(text: str, era: str = "auto") -> Implementation:
     if not sep or not name.strip() or not spec.strip():
         raise UsageError(f"--target {text!r}: write NAME=SPEC, e.g. mine=stdio:my-server --config {{config}}")
     return Implementation(name.strip(), spec.strip(), "user", era)
+
+
+def columns_per_era(impls: Sequence[Implementation]) -> list[Implementation]:
+    """spec: D-CNF-070 -- an implementation asked in both eras is two columns side by side,
+    ``NAME [2026]`` and ``NAME [legacy]``; one without eras (not MCP) stays one column."""
+    from intentref.suite.targets import registry
+
+    found = []
+    for impl in impls:
+        eras = ["auto"]
+        if impl.era == BOTH:
+            with contextlib.suppress(UsageError):  # a spec with a mistake is its column's error, later
+                eras = [spec.era for spec in era_specs(registry.parse(impl.spec, "auto"), BOTH)]
+        two = len(eras) > 1
+        found += [replace(impl, name=labelled(impl.name, era) if two else impl.name, era=era, era_column=two)
+                  for era in eras] if impl.era == BOTH else [impl]  # fmt: skip
+    return found
 
 
 # --------------------------------------------------------------------------- running
@@ -157,6 +175,7 @@ def run_matrix(impls: list[Implementation], cases: list[Case], *, time_limit: fl
     ``headers`` go to every ``http:`` target (D-CNF-067); one that refuses them is its column's error.
     """
     from intentref.suite.execution import workers
+    from intentref.suite.targets.preflight import era_refusal
 
     jobs = jobs or workers.default_jobs()
     started = time.perf_counter()
@@ -166,6 +185,9 @@ def run_matrix(impls: list[Implementation], cases: list[Case], *, time_limit: fl
     for number, impl in enumerate(impls):
         spec = _spec_or_error(impl, timeout, headers)
         if spec is None:
+            continue
+        if impl.era_column and (refusal := era_refusal(spec)):  # spec: D-CNF-071
+            impl.outcomes = {case.id: CaseOutcome(case.id, UNSUPPORTED, detail=refusal) for case in cases}
             continue
         work = workers.Work(str(number), spec, list(cases))
         try:
@@ -304,8 +326,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--target", action="append", default=[], metavar="NAME=SPEC",
                    help=f"an implementation (repeatable); SPEC as for `intentref conformance --target`: "
                         f"{described()}")  # fmt: skip
-    p.add_argument("--era", choices=ERAS, default="auto",
-                   help="MCP era of the --target implementations: auto (negotiated, default), 2026 or legacy")  # fmt: skip
+    p.add_argument("--era", choices=(*ERAS, BOTH), default="auto",
+                   help="MCP era of the --target implementations: auto (negotiated, default), 2026, legacy or "
+                        "both (a column per era, D-CNF-070)")  # fmt: skip
     p.add_argument("--targets", metavar="FILE", help='a JSON file {"targets": [{"name", "spec", "era"?, "expectedFailures"?}]}')
     p.add_argument("--include", action="append", default=[], choices=GROUPS,
                    help="add a bundled group (default when no target is given: all three)")  # fmt: skip
@@ -337,7 +360,7 @@ def _main(args: argparse.Namespace) -> int:
     if args.targets:
         impls += read_targets_file(args.targets)
     groups = args.include or ([] if impls else list(GROUPS))
-    impls += default_implementations(groups)
+    impls = columns_per_era(impls) + default_implementations(groups)
     if len({i.name for i in impls}) != len(impls):
         raise UsageError("two implementations have the same name")
     for impl in impls:

@@ -1,7 +1,7 @@
 """``intentref properties``: the property suite and a call campaign against a target.
 
     intentref properties [--in-process | --stdio CMD | --http URL | --harness CMD | --target SPEC ...]
-                         [--era auto|2026|legacy] [--profile ci|long|smoke] [--seed N] [--calls N] [-k EXPR]
+                         [--era auto|2026|legacy|both] [--profile ci|long|smoke] [--seed N] [--calls N] [-k EXPR]
                          [--no-differential] [--jobs N]
 
 The target flags are every command's (``targets.options``): without one, the bundled
@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from intentref.suite.targets.options import add_target_arguments, header_lines, target_from
+from intentref.suite.targets.options import add_target_arguments, era_specs, header_lines, target_from
 from intentref.suite.targets.registry import LARGE_CALL_TIMEOUT, TargetSpec
 from intentref.suite.usage import HEADERS_VARIABLE, UsageError, worker_count
 
@@ -67,7 +67,7 @@ INTERRUPTED: Final = 130  # the shell's status for a run ended by a signal (128 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("properties", help="run the property suite and a call campaign against a target")
-    add_target_arguments(p)
+    add_target_arguments(p, both=True)
     p.add_argument("--profile", choices=PROFILES, default="ci", help="ci (fast, default), long (>= 100,000 calls), smoke")
     p.add_argument("--seed", type=int, default=None, help="pin the seed (default: a new one, printed)")
     p.add_argument("--calls", type=int, default=None, help="campaign calls (default: 2,000 for ci, 100,000 for long)")
@@ -97,8 +97,7 @@ class RunState:
 
 
 def run(args: argparse.Namespace) -> int:
-    from intentref.suite.execution.workers import default_jobs
-    from intentref.suite.properties.targets import STATS, Tally
+    from intentref.suite.targets.preflight import era_refusal
 
     try:
         spec = target_from(args, LARGE_CALL_TIMEOUT)
@@ -108,14 +107,48 @@ def run(args: argparse.Namespace) -> int:
     if args.calls is not None and args.calls < 0:
         print("intentref properties: --calls must be 0 or more", file=sys.stderr)
         return 2
-    problem = preflight(spec)
-    if problem is not None:
-        print(f"intentref properties: the target {spec} cannot be used: {problem}", file=sys.stderr)
-        return 2
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
+    specs = era_specs(spec, args.era)
+    eras: dict[str, dict[str, Any]] = {}
+    found: list[Any] = []  # the conformance cases of the divergences, of every era
+    for era_spec in specs:  # spec: D-CNF-070 -- with --era both, each era a full run of its own
+        if len(specs) > 1 and (refusal := era_refusal(era_spec)):  # spec: D-CNF-071 -- unsupported, one line
+            print(f"intentref properties: era {era_spec.era} unsupported: {refusal}", flush=True)
+            eras[era_spec.era] = {"unsupported": refusal, "passed": True}
+            continue
+        problem = preflight(era_spec)
+        if problem is not None:
+            print(f"intentref properties: the target {era_spec} cannot be used: {problem}", file=sys.stderr)
+            return 2
+        eras[era_spec.era] = figures = _judge(args, era_spec, seed, found)
+        if figures["interrupted"]:
+            break
+    if all("unsupported" in figures for figures in eras.values()):
+        print(f"intentref properties: the target {spec} speaks neither era", file=sys.stderr)
+        return 2
+    if len(specs) > 1:
+        figures = {"eraAsked": args.era, "eras": eras, "passed": all(f["passed"] for f in eras.values()),
+                   "interrupted": any(f.get("interrupted") for f in eras.values())}  # fmt: skip
+    if args.cases_out and found:
+        Path(args.cases_out).write_text(json.dumps({"area": "NEW", "title": "Found by intentref properties",
+                                                    "cases": found}, ensure_ascii=True, indent=1) + "\n", "utf-8")  # fmt: skip
+        print(f"wrote {len(found)} conformance cases to {args.cases_out}")
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(figures, indent=1) + "\n", "utf-8")
+    if figures["interrupted"]:
+        return INTERRUPTED
+    return 0 if figures["passed"] else 1
+
+
+def _judge(args: argparse.Namespace, spec: TargetSpec, seed: int, found: list[Any]) -> dict[str, Any]:
+    """Both phases against ``spec`` in its era; the figures of the report, the cases found added to ``found``."""
+    from intentref.suite.execution.workers import default_jobs
+    from intentref.suite.properties.targets import STATS, Tally
+
+    STATS.clear()  # the counters are the process's: an earlier era's must not count here
     calls = args.calls if args.calls is not None else CAMPAIGN_CALLS[args.profile]
     differential = not args.no_differential and spec.kind != "in-process"
-    print(f"intentref properties: target {spec}, profile {args.profile}, seed {seed}, level {args.level}"
+    print(f"intentref properties: target {spec}, era {spec.era}, profile {args.profile}, seed {seed}, level {args.level}"
           f"{', differential' if differential else ''}", flush=True)  # fmt: skip
     started = time.monotonic()
     state = RunState(tally=Tally())
@@ -137,32 +170,22 @@ def run(args: argparse.Namespace) -> int:
     figures.update(verdict(state, Counter({k: v for k, v in STATS.items() if k.startswith("divergences.")}),
                            campaign_cases, args.level))  # fmt: skip
     _print_levels(figures)
-    if args.cases_out and cases:
-        Path(args.cases_out).write_text(json.dumps({"area": "NEW", "title": "Found by intentref properties",
-                                                    "cases": cases}, ensure_ascii=True, indent=1) + "\n", "utf-8")  # fmt: skip
-        print(f"wrote {len(cases)} conformance cases to {args.cases_out}")
-    if args.json_out:
-        Path(args.json_out).write_text(json.dumps(figures, indent=1) + "\n", "utf-8")
-    if state.interrupted:
-        return INTERRUPTED
-    return 0 if figures["passed"] else 1
+    found.extend(cases)
+    return figures
 
 
 def preflight(spec: TargetSpec) -> str | None:
     """Why the target cannot even start (a module that does not import, a command that is not
     there), found in a second instead of as one error per property; None when it answers."""
-    from intentref.suite.targets.base import TargetCannotStart, load_instances
+    from intentref.suite.targets.base import TargetCannotStart
+    from intentref.suite.targets.preflight import connect_once
 
     try:
         target = spec.build()
     except Exception as exc:  # the spec's own error: ImportError, ValueError, ...
         return f"{type(exc).__name__}: {exc}"
     try:
-        run = target.open(load_instances(), {})
-        try:
-            run.connect().close()
-        finally:
-            run.close()
+        connect_once(target)
     except TargetCannotStart as exc:  # its own words name the option that helps (D-CNF-068)
         return str(exc)
     except Exception as exc:

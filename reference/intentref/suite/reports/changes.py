@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from intentref.suite.cases.script import ERRORED, FAILED, PASSED, UNSUPPORTED
-from intentref.suite.reports.model import OUTCOMES
+from intentref.suite.reports.model import OUTCOMES, labelled
 
 REPORT_FORMAT: Final = "intentref-conformance-report/1"  # reports.conformance's; not imported: it pulls rich
 NOT_PASSING: Final = (FAILED, ERRORED)
@@ -98,8 +98,9 @@ def _first_line(case: Mapping[str, Any]) -> str:
 
 def between(old: Mapping[str, Any], new: Mapping[str, Any]) -> Changes:
     """The changes from report ``old`` to report ``new`` (both checked by ``load``), in the new report's order."""
-    before = {case["id"]: case for case in old["cases"]}
-    after = {case["id"]: case for case in new["cases"]}
+    # A case judged in two eras (D-CNF-070) is two entries, compared era by era.
+    before = {labelled(case["id"], case.get("era", "")): case for case in old["cases"]}
+    after = {labelled(case["id"], case.get("era", "")): case for case in new["cases"]}
     order = list(after) + [case_id for case_id in before if case_id not in after]
     found: dict[str, list[Change]] = {name: [] for name, _, _ in KINDS}
     for case_id in order:

@@ -16,7 +16,7 @@ from intentref.suite.cases.fixtures import Case
 from intentref.suite.cases.script import CaseOutcome
 from intentref.suite.cases.values import Mismatch
 from intentref.suite.reports import console, html, junit, model, output
-from intentref.suite.reports.model import LEVELS, Report, Row, by_area, clean_json, counts, of_level
+from intentref.suite.reports.model import LEVELS, Report, Row, by_area, by_era, clean_json, counts, of_level
 
 REPORT_FORMAT = "intentref-conformance-report/1"
 
@@ -27,6 +27,8 @@ def report_document(report: Report) -> dict[str, Any]:
     summary: dict[str, Any] = {"total": len(rows), **report.tally, "seconds": round(report.seconds, 6)}
     summary["byLevel"] = {level: counts(of_level(rows, level)) for level in LEVELS}
     summary["byArea"] = {area: counts(area_rows) for area, area_rows in by_area(rows).items()}
+    if eras := by_era(rows):  # spec: D-CNF-070 -- each era's counts beside the other's
+        summary["byEra"] = {era: counts(era_rows) for era, era_rows in eras.items()}
     return {
         "format": REPORT_FORMAT,
         "runInfo": clean_json(report.run_info),
@@ -51,6 +53,7 @@ def _case_entry(row: Row) -> dict[str, Any]:
         "detail": well_formed(row.detail),
         **({"trace": clean_json(row.trace)} if row.trace is not None else {}),  # D-CNF-064
         **({"flaky": list(row.flaky)} if row.flaky else {}),  # D-CNF-065
+        **({"era": row.era} if row.era else {}),  # D-CNF-070
     }
 
 

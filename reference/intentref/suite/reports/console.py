@@ -70,12 +70,14 @@ def summary_table(rows: Sequence[Row], titles: dict[str, str] | None = None, lev
     if levels:
         for level in LEVELS:
             table.add_column(level.capitalize(), no_wrap=True, min_width=len(level))
-    for area, area_rows in [*model.by_area(rows).items(), ("Total", list(rows))]:
+    eras = [(f"era {era}", era_rows) for era, era_rows in model.by_era(rows).items()]  # D-CNF-070
+    sections = {"Total", *(name for name, _ in eras[:1])}  # areas are three capitals, never these
+    for area, area_rows in [*model.by_area(rows).items(), *eras, ("Total", list(rows))]:
         tally = counts(area_rows)
         cell = Text(area, style="bold")
         if titles.get(area):
             cell.append(" " + clean_text(titles[area]))
-        if area == "Total":  # areas are three capitals, never "Total"
+        if area in sections:
             table.add_section()
         table.add_row(
             cell,
@@ -122,7 +124,7 @@ def mismatch_line(mismatch: Mismatch) -> Text:
 
 
 def _case_heading(row: Row) -> Text:
-    heading = Text(f"  {row.id}", style=f"bold {_STYLES[row.outcome]}")
+    heading = Text(f"  {row.label}", style=f"bold {_STYLES[row.outcome]}")
     where = ", ".join(p for p in (row.file, row.level) if p)
     heading.append(f" ({where})" if where else "", style="dim")
     if row.failed_step is not None:
@@ -158,7 +160,7 @@ def print_summary(console: Console, report: Report, titles: dict[str, str] | Non
     if flaky:  # spec: D-CNF-065
         console.print(Text(f"Flaky ({len(flaky)}): the outcome changed from one run to another", style="bold yellow"))
         for row in flaky:
-            console.print(Text(f"  {row.id}: {model.flaky_text(row)}", style="yellow"), soft_wrap=True)
+            console.print(Text(f"  {row.label}: {model.flaky_text(row)}", style="yellow"), soft_wrap=True)
     reasons = model.unsupported_reasons(rows)
     if reasons:
         console.print(Text(f"Unsupported ({sum(n for _, n in reasons)}), by reason (not failures):", style="bold"))
@@ -248,7 +250,8 @@ def print_scenarios(report: Report) -> None:
     """The host judge's plain list: a line per scenario with each of its violations under it, then the count."""
     level = report.run_info["level"]
     for row in report.rows:
-        print(f"{'FAIL' if row.outcome == FAILED else 'pass'} {row.id} {row.title} ({row.seconds:.1f} s)")
-        for line in row.lines:
+        mark = {FAILED: "FAIL", UNSUPPORTED: "unsupported"}.get(row.outcome, "pass")  # unsupported: D-CNF-071
+        print(f"{mark} {row.label} {row.title} ({row.seconds:.1f} s)")
+        for line in [row.detail] if row.outcome == UNSUPPORTED else row.lines:
             print(f"  {line}")
     print(f"{report.tally[PASSED]} of {len(report.rows)} scenarios pass at {level} level in {report.seconds:.1f} s")

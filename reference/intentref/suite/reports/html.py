@@ -104,7 +104,8 @@ def _areas_table(rows: Sequence[Row]) -> str:
     head = "".join(f'<th class="n">{name}</th>' for name in OUTCOMES)
     level_head = "".join(f"<th>{level}</th>" for level in LEVELS)
     body = []
-    for area, area_rows in [*by_area(rows).items(), ("Total", list(rows))]:
+    eras = [(f"era {era}", era_rows) for era, era_rows in model.by_era(rows).items()]  # D-CNF-070
+    for area, area_rows in [*by_area(rows).items(), *eras, ("Total", list(rows))]:
         tally = counts(area_rows)
         levels = "".join(f"<td>{_badges(model.of_level(area_rows, lv), OUTCOMES) or _NONE}</td>" for lv in LEVELS)
         css = ' class="sum"' if area == "Total" else ""  # areas are three capitals, never "Total"
@@ -150,7 +151,7 @@ def _coverage(rows: Sequence[Row]) -> str:
         # Spaces between the links let a long list wrap; the cases that did not pass come first.
         ordered = sorted(req_rows, key=lambda r: r.outcome == PASSED)
         links = " ".join(
-            f'<a class="o-{r.outcome}" href="#{_anchor("case-", r.id)}" title="{_e(r.outcome)}">{_e(r.id)}</a>'
+            f'<a class="o-{r.outcome}" href="#{_anchor("case-", r.label)}" title="{_e(r.outcome)}">{_e(r.label)}</a>'
             for r in ordered
         )
         summary = _badges(req_rows, _SEVERITY)
@@ -239,7 +240,7 @@ def _problems(rows: Sequence[Row]) -> str:
             parts.append(f'<p class="muted">No case {outcome}.</p>')
         for row in chosen:
             parts.append(
-                f'<div class="case {outcome}" id="{_anchor("case-", row.id)}"><h3>{_e(row.id)}</h3>'
+                f'<div class="case {outcome}" id="{_anchor("case-", row.label)}"><h3>{_e(row.label)}</h3>'
                 f"{_case_meta(row)}{_flaky_note(row)}{_what_went_wrong(row)}{_trace_block(row)}</div>"
             )
         parts.append("</section>")
@@ -251,8 +252,8 @@ def _all_cases(rows: Sequence[Row]) -> str:
     body = []
     for row in rows:
         anchored = row.outcome in (FAILED, ERRORED)
-        row_id = "" if anchored else f' id="{_anchor("case-", row.id)}"'
-        name = f'<a href="#{_anchor("case-", row.id)}">{_e(row.id)}</a>' if anchored else _e(row.id)
+        row_id = "" if anchored else f' id="{_anchor("case-", row.label)}"'
+        name = f'<a href="#{_anchor("case-", row.label)}">{_e(row.label)}</a>' if anchored else _e(row.label)
         # Why a case was not asked; what a passing host scenario did that only the reference host avoids.
         note = row.detail if row.outcome == UNSUPPORTED else "; ".join(row.lines) if row.outcome == PASSED else ""
         body.append(

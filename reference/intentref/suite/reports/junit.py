@@ -19,7 +19,7 @@ def _suite_counts(rows: Sequence[Row]) -> dict[str, str]:
 
 def _testcase(suite: ET.Element, row: Row, failure_type: str) -> None:
     element = ET.SubElement(
-        suite, "testcase", {"name": clean_text(row.id), "classname": clean_text(row.group), "time": f"{row.seconds:.6f}"}
+        suite, "testcase", {"name": clean_text(row.label), "classname": clean_text(row.group), "time": f"{row.seconds:.6f}"}
     )
     if row.outcome == FAILED:
         first = row.lines[0] if row.lines else "the case failed"

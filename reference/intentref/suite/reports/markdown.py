@@ -22,6 +22,7 @@ from intentref.suite.reports.model import (
     Report,
     Row,
     by_area,
+    by_era,
     closing_line,
     counts,
     of_level,
@@ -73,7 +74,7 @@ def problem_line(row: Row) -> str:
     where = "" if row.failed_step is None else f" at step {row.failed_step}"
     first = row.lines[0] if row.lines else row.detail or f"the case {row.outcome}"
     about = f" — {cell(cited)}" if cited else ""
-    return f"- **{cell(row.id)}** {row.outcome} ({row.level}){where}{about}: {code(first)}"
+    return f"- **{cell(row.label)}** {row.outcome} ({row.level}){where}{about}: {code(first)}"
 
 
 def _problems(rows: Sequence[Row]) -> list[str]:
@@ -103,6 +104,8 @@ def summary(report: Report, extra: Sequence[str] = ()) -> str:
     levels = {level: of_level(rows, level) for level in LEVELS}
     levels.update({row.level: of_level(rows, row.level) for row in rows if row.level not in levels})
     lines += ["### By level", "", *table(("level", *header[1:]), _tally_rows(levels))]
+    if eras := by_era(rows):  # spec: D-CNF-070
+        lines += ["### By era", "", *table(("era", *header[1:]), _tally_rows(eras))]
     areas = by_area(rows)
     if len(areas) > 1:
         lines += ["### By area", "", *table(("area", *header[1:]), _tally_rows(areas))]

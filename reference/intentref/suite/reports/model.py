@@ -48,6 +48,12 @@ class Row:
     decisions: tuple[str, ...] = ()
     trace: dict[str, Any] | None = None  # --trace: what a failed or errored case exchanged (D-CNF-064)
     flaky: tuple[str, ...] = ()  # --repeat: each run's outcome, when they differ (D-CNF-065)
+    era: str = ""  # --era both: the era this row was judged in (D-CNF-070); "" in a run of one era
+
+    @property
+    def label(self) -> str:
+        """The row's id, with its era when the run judged two (``BRG-0001 [legacy]``)."""
+        return labelled(self.id, self.era)
 
 
 @dataclass(frozen=True)
@@ -85,7 +91,7 @@ def case_row(case: Case, outcome: CaseOutcome) -> Row:
         lines=tuple(str(m) for m in outcome.mismatches), mismatches=tuple(outcome.mismatches),
         requirements=tuple(str(r) for r in case.data.get("requirements", [])),
         decisions=tuple(str(d) for d in case.data.get("decisions", [])),
-        trace=outcome.trace, flaky=tuple(outcome.flaky),
+        trace=outcome.trace, flaky=tuple(outcome.flaky), era=outcome.era,
     )  # fmt: skip
 
 
@@ -114,6 +120,19 @@ def conformance(run_info: dict[str, Any], cases: Iterable[Case], outcomes: Itera
 def counts(rows: Iterable[Row]) -> dict[str, int]:
     tally = Counter(row.outcome for row in rows)
     return {name: tally.get(name, 0) for name in OUTCOMES}
+
+
+def labelled(row_id: str, era: str = "") -> str:
+    return f"{row_id} [{era}]" if era else row_id
+
+
+def by_era(rows: Iterable[Row]) -> dict[str, list[Row]]:
+    """The rows of each era, side by side (D-CNF-070); empty when the run judged one era."""
+    eras: dict[str, list[Row]] = {}
+    for row in rows:
+        if row.era:
+            eras.setdefault(row.era, []).append(row)
+    return eras
 
 
 def of_level(rows: Iterable[Row], level: str) -> list[Row]:

@@ -55,6 +55,18 @@ class TargetCannotStart(Exception):
     """
 
 
+class EraRefused(TargetCannotStart):
+    """The server answers, but not in the pinned era (D-CNF-052); ``--era both`` judges the other (D-CNF-071).
+
+    ``answered`` is what the server said, the reason an era's cases are unsupported; the message
+    adds the option that helps a run of one era.
+    """
+
+    def __init__(self, answered: str, hint: str = "") -> None:  # one argument: as unpickled
+        super().__init__(f"{answered}; {hint}" if hint else answered)
+        self.answered = answered
+
+
 class ServerExited(RuntimeError):
     """A server process exited before it answered its first request.
 

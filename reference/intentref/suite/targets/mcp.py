@@ -42,6 +42,7 @@ from intentref.mcp.replies import is_bridge_reply
 from intentref.suite.targets import recording
 from intentref.suite.targets.base import (
     CallSession,
+    EraRefused,
     ProtocolRefusal,
     Reply,
     RequestDropped,
@@ -179,13 +180,13 @@ class Connection:
         root = _root(exc)
         if isinstance(root, MCPError) and root.code not in _TRANSPORT_FAILURES:
             # The server is up and answers, but not in this era (D-CNF-052): no case can run.
-            return TargetCannotStart(self._era.refused(f"JSON-RPC error {root.code} ({root.message})"))
+            return self._era.refused(f"JSON-RPC error {root.code} ({root.message})")
         if isinstance(root, pydantic.ValidationError) and self._era.asked != "auto":
             # It answered, with a result this era does not know (a handshake-era tools/list
             # lacks the 2026-07-28 members): the same refusal in other words (D-CNF-052).
             missing = sorted({str(e["loc"][0]) for e in root.errors() if e.get("type") == "missing" and e.get("loc")})
             said = f"a {root.title} without {', '.join(missing)}" if missing else f"a {root.title} this era does not read"
-            return TargetCannotStart(self._era.refused(said))
+            return self._era.refused(said)
         if self.info is None:
             if isinstance(root, httpx2.ConnectError):  # nothing listens there: no case can run
                 return TargetCannotStart(f"nothing answers at {self.address or 'the server address'} ({_describe(exc)})")
@@ -324,13 +325,13 @@ class EraChoice:
             if self.found is None:
                 self.found = "legacy" if version in HANDSHAKE_PROTOCOL_VERSIONS else "2026"
 
-    def refused(self, said: str) -> str:
+    def refused(self, said: str) -> TargetCannotStart:
         """One line: the pinned era was answered with ``said``, and the option that helps."""
         if self.asked == "auto":
-            return f"the server answered neither server/discover nor initialize: {said}"
+            return TargetCannotStart(f"the server answered neither server/discover nor initialize: {said}")
         named, other = _PINNED[self.asked]
-        return (f"the server answered {named} with {said}: it may speak only {_PINNED[other][0]}; "
-                f"run with --era {other}, or --era auto to negotiate")  # fmt: skip
+        return EraRefused(f"the server answered {named} with {said}: it may speak only {_PINNED[other][0]}",
+                          f"run with --era {other}, or --era auto to negotiate")  # fmt: skip
 
 
 # JSON-RPC error codes that say the connection failed, not that the server refused the call.

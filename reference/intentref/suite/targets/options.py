@@ -1,7 +1,7 @@
 """The target flags of every command that runs a target, read once into a ``TargetSpec``.
 
     --in-process | --stdio COMMAND | --http URL | --http-reference | --harness COMMAND
-    | --python MODULE:ATTR | --target SPEC        [--era auto|2026|legacy] [--header "NAME: VALUE" ...]
+    | --python MODULE:ATTR | --target SPEC        [--era auto|2026|legacy|both] [--header "NAME: VALUE" ...]
 
 ``intentref conformance``, ``properties`` and ``fuzz --replay`` take them alike: one flag
 per target kind that declares one (``registry.TARGET_KINDS``), ``--target`` for any kind,
@@ -10,6 +10,7 @@ built (a worker process, a pytest child), never through the environment (D-CNF-0
 ``--header`` and ``$INTENTREF_HEADERS`` give what an HTTP server requires on every request
 (a token, D-CNF-067); they travel in the spec too, and only a pytest child, which is given its
 target on a command line, reads them from its environment.
+``--era both`` (not for fuzz replay) is a run per era, each spec pinned to its era (D-CNF-070).
 """
 
 from __future__ import annotations
@@ -28,10 +29,17 @@ from intentref.suite.usage import HEADERS_VARIABLE, UsageError
 DEFAULT_TARGET: Final = "reference"
 _HEADER_NAME: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an RFC 9110 token
 _HEADER_VALUE: Final = re.compile(r"[\t\x20-\x7e]+")  # visible ASCII: no line break can slip in
+BOTH: Final = "both"
 
 
-def add_target_arguments(parser: argparse.ArgumentParser) -> None:
-    """The target flags, in a group of their own; one of them at most."""
+def eras_of(era: str) -> tuple[str, ...]:
+    """The eras a run judges: each pinned in turn for ``--era both`` (D-CNF-070), else the one asked."""
+    return ("2026", "legacy") if era == BOTH else (era,)
+
+
+def add_target_arguments(parser: argparse.ArgumentParser, both: bool = False) -> None:
+    """The target flags, in a group of their own; one of them at most.  ``both``: the command
+    judges a run in each era on ``--era both`` (D-CNF-070)."""
     targets = parser.add_argument_group("target (default: the bundled reference over stdio)")
     chosen = targets.add_mutually_exclusive_group()
     for kind in TARGET_KINDS.values():
@@ -45,9 +53,9 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
                         help="any target by its spec, KIND or KIND:ARGUMENT (stdio:COMMAND, variant:NAME, "
                              "faulty:NAME, python:MODULE:ATTR, ...; an unknown kind is answered with the "
                              "list of all)")  # fmt: skip
-    targets.add_argument("--era", choices=ERAS, default="auto",
-                         help="MCP era: auto (negotiated, default), 2026 (2026-07-28) or legacy "
-                              "(initialize handshake)")  # fmt: skip
+    targets.add_argument("--era", choices=(*ERAS, BOTH) if both else ERAS, default="auto",
+                         help="MCP era: auto (negotiated, default), 2026 (2026-07-28) or legacy (initialize "
+                              "handshake)" + (", or both: a run in each, side by side (D-CNF-070)" if both else ""))  # fmt: skip
     add_header_argument(targets)
 
 
@@ -81,6 +89,19 @@ def header_lines(headers: Sequence[tuple[str, str]]) -> str:
     return "".join(f"{name}: {value}\n" for name, value in headers)
 
 
+def era_specs(spec: TargetSpec, era: str) -> list[TargetSpec]:
+    """The spec of each era a run judges: both pinned in turn for ``--era both`` on a target that has
+    eras; ``spec`` alone otherwise, a target without MCP having no era to choose (D-CNF-070)."""
+    if era != BOTH:
+        return [spec]
+    target = spec.build()  # nothing starts before a run opens
+    try:
+        has_eras = target.era_in_force() is not None
+    finally:
+        target.close()
+    return [replace(spec, era=each) for each in eras_of(era)] if has_eras else [replace(spec, era="auto")]
+
+
 def add_cold_start_argument(parser: argparse.ArgumentParser) -> None:
     """``--cold-start``, for a command whose own processes start the servers (not a pytest child)."""
     forking = ", ".join(kind.name for kind in TARGET_KINDS.values() if kind.forks_reference)
@@ -92,7 +113,7 @@ def add_cold_start_argument(parser: argparse.ArgumentParser) -> None:
 def target_from(args: argparse.Namespace, timeout: float = DEFAULT_TIMEOUT,
                 cold_start: bool = False) -> TargetSpec:  # fmt: skip
     """The spec the flags name, every mistake in it raised as a one-line ``UsageError``."""
-    spec = parse(_spec_text(args), args.era, timeout, cold_start)
+    spec = parse(_spec_text(args), eras_of(args.era)[0], timeout, cold_start)
     if args.header and spec.kind != "http":
         raise UsageError(f"--header goes with a server already listening (--http URL), not with {spec.kind}")
     return replace(spec, headers=request_headers(args.header))

@@ -1,4 +1,5 @@
-"""Before a run against a server configured elsewhere: does it serve the suite's instances?
+"""Before a run: does a server configured elsewhere serve the suite's instances, and (``--era
+both``) does a server speak the era asked?
 
 A server started by the runner gets the suite's instances in its ``{config}``; one that is
 already running (``--http``) has its own configuration.  Without this check a server that
@@ -12,7 +13,8 @@ import contextlib
 from collections.abc import Sequence
 from typing import Any, Final
 
-from intentref.suite.targets.base import Target
+from intentref.suite.targets.base import EraRefused, Target, load_instances
+from intentref.suite.targets.registry import TargetSpec
 
 # What the probe asks each instance to prepare; any input a configured instance accepts will do.
 PROBE_INPUT: Final = "intentref conformance: instance check"
@@ -47,3 +49,33 @@ def missing_instances(target: Target, names: Sequence[str]) -> list[str]:
     finally:
         with contextlib.suppress(Exception):
             run.close()
+
+
+def era_refusal(spec: TargetSpec) -> str | None:
+    """Why the server does not speak ``spec``'s pinned era, in one line (D-CNF-071), or None.
+
+    One connection in that era; any other failure is left to the run, which reports it as a run
+    of one era does.
+    """
+    if spec.forks_reference:
+        return None  # the bundled reference speaks both eras; asking would start a zygote of its own
+    target = spec.build()
+    try:
+        connect_once(target)
+    except EraRefused as exc:
+        return exc.answered
+    except Exception:
+        return None
+    finally:
+        target.close()
+    return None
+
+
+def connect_once(target: Target) -> None:
+    """A run with the suite's instances and one connection on it, closed again: whatever keeps
+    the target from serving a first case is raised here."""
+    run = target.open(load_instances(), {})
+    try:
+        run.connect().close()
+    finally:
+        run.close()
