@@ -192,7 +192,7 @@ def without_unexpected_members(violations: list[Violation], keep_root: bool = Fa
 _ASCII_WHITESPACE: Final = " \t\n\v\f\r"
 
 
-def _ascii_text_at(candidate: Any, path: str) -> bool:
+def ascii_text_at(candidate: Any, path: str) -> bool:
     """D-TXT-001 the other way: the value at ``path`` is blank to ECMA-262 but not to ASCII."""
     tokens = jsonpointer.split(path)
     value = candidate if tokens is None else jsonpointer.resolve(candidate, tokens)
@@ -228,7 +228,7 @@ def _required_fields_not_provided(c: dict[str, Any], ctx: DataContext, filed: li
 CANONICAL_DRAFT7_IDS: Final = frozenset(i for i in schema_subset.DRAFT7_IDS if i.endswith("#"))
 
 
-def _canonical_dialect_at_the_root(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
+def canonical_dialect_at_the_root(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
     if path != "/$schema":
         raise schema_subset.unsupported(path, "$schema is accepted only at the root of a definition.")
     if not isinstance(value, str) or value not in CANONICAL_DRAFT7_IDS:  # a list or dict is not hashable
@@ -245,6 +245,11 @@ def _combination_length_limited(reference: KeywordCheck, value: Any, path: str, 
 def _empty_enum_accepted(reference: KeywordCheck, value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
     # Draft 7 admits no value for ``enum: []``; the reference refuses it only by decision.
     return iter(()) if value == [] else reference(value, path, policy)
+
+
+def empty_enum_accepted(reference: Reference, policy: Policy) -> Mapping[str, KeywordCheck]:
+    checks = reference(policy)
+    return {**checks, "enum": functools.partial(_empty_enum_accepted, checks["enum"])}
 
 
 def python_regex_compiles(pattern: str) -> bool:
@@ -272,20 +277,9 @@ def _python_re_formats() -> Any:
 # that use them are in ``_variants_core`` and ``_variants_boundary``.
 
 
-def selection_in_request_order(reference: Reference, policy: Policy, requested: list[str],
-                               defined: tuple[str, ...]) -> tuple[str, ...]:  # fmt: skip
-    """D-REQ-002 the other way: selected fields in the order the request first lists them."""
-    return tuple(dict.fromkeys(requested))
-
-
-def one_contract_issue(reference: Reference, policy: Policy, violations: list[Violation]) -> list[Issue]:
-    """D-ERR-007 the other way: one issue with path null for the whole candidate."""
-    return [Issue("MODEL_OUTPUT_INVALID", "processing", None, "The candidate breaks the contract.")]
-
-
-def detail_dropped(reference: Reference, policy: Policy, code: str, detail: str | None) -> list[Issue]:
-    """D-CAN-002 the other way: a cancel's detail is never kept."""
-    return []
+def without_rule(name: str) -> Callable[[Reference, Policy], Mapping[str, Rule]]:
+    """An override of ``data_rules`` that leaves out the rule ``name`` (D-DAT-002, D-DAT-004 the other way)."""
+    return lambda reference, policy: {n: rule for n, rule in reference(policy).items() if n != name}
 
 
 def detail_verbatim(reference: Reference, policy: Policy, code: str, detail: str | None) -> list[Issue]:
@@ -294,32 +288,6 @@ def detail_verbatim(reference: Reference, policy: Policy, code: str, detail: str
         return [Issue(code, "processing", None, detail)]
     answer: list[Issue] = reference(policy, code, detail)
     return answer
-
-
-def open_core_candidate(reference: Reference, policy: Policy, candidate: Any) -> list[Violation]:
-    """D-COR-002 the other way: a core member the contract does not name is ignored."""
-    return without_unexpected_members(reference(policy, candidate))
-
-
-def open_data_candidate(reference: Reference, policy: Policy, candidate: dict[str, Any], ctx: DataContext) -> list[Violation]:
-    """D-COR-002 the other way, below the data candidate's root: seed 000 fixes the five root
-    members ("恰有以下五个根字段"); only deeper levels open."""
-    return without_unexpected_members(reference(policy, candidate, ctx), keep_root=True)
-
-
-def ascii_blanks(reference: Reference, policy: Policy, candidate: Any) -> list[Violation]:
-    """D-TXT-001 the other way: only ASCII white space is blank in a core candidate's texts."""
-    return [v for v in reference(policy, candidate) if not _ascii_text_at(candidate, v[0])]
-
-
-def evidence_per_leaf(reference: Reference, policy: Policy) -> Mapping[str, Rule]:
-    """D-DAT-001 the other way: each returned leaf needs an evidence entry at its own path."""
-    return {**reference(policy), "every_returned_leaf_has_evidence": every_leaf_has_evidence_at_its_own_path}
-
-
-def root_description_checks_only(reference: Reference, policy: Policy) -> Mapping[str, Rule]:
-    """D-DAT-002 the other way: only the root description needs a check (R-SRC-005)."""
-    return {name: rule for name, rule in reference(policy).items() if name != "described_fields_are_checked"}
 
 
 def schema_violations_are_business(reference: Reference, policy: Policy, errors: list[DataError]) -> DataJudgement:
@@ -331,28 +299,12 @@ def schema_violations_are_business(reference: Reference, policy: Policy, errors:
     return DataJudgement([], [Issue("DATA_CONSTRAINT_VIOLATED", "definition", e.path, e.message) for e in errors], None)
 
 
-def canonical_draft7_id(reference: Reference, policy: Policy) -> Mapping[str, KeywordCheck]:
-    """D-SCH-004 the other way: ``$schema`` takes the canonical spellings only, at the root only."""
-    return {**reference(policy), "$schema": _canonical_dialect_at_the_root}
-
-
 def combination_length_limited(reference: Reference, policy: Policy) -> Mapping[str, KeywordCheck]:
     """D-SCH-005 the other way: a combination's length is a limit (LIMIT_EXCEEDED)."""
     checks = dict(reference(policy))
     for keyword in ("anyOf", "oneOf", "allOf"):
         checks[keyword] = functools.partial(_combination_length_limited, checks[keyword])
     return checks
-
-
-def empty_enum_accepted(reference: Reference, policy: Policy) -> Mapping[str, KeywordCheck]:
-    """D-SCH-012 the other way: ``enum: []`` is accepted."""
-    checks = reference(policy)
-    return {**checks, "enum": functools.partial(_empty_enum_accepted, checks["enum"])}
-
-
-def required_not_provided_is_business(reference: Reference, policy: Policy) -> Mapping[str, Rule]:
-    """D-DAT-004 the other way, in the contract: a required field may be reported not_provided."""
-    return {name: rule for name, rule in reference(policy).items() if name != "required_fields_are_not_omitted"}
 
 
 def required_missing_issues(reference: Reference, policy: Policy, candidate: dict[str, Any],
@@ -383,11 +335,6 @@ def verdict_issue_at_every_check(reference: Reference, policy: Policy, candidate
     return issues
 
 
-def python_regex(reference: Reference, policy: Policy, pattern: str) -> bool:
-    """D-SCH-001 the other way, at construction: ``pattern`` compiles as Python ``re``."""
-    return python_regex_compiles(pattern)
-
-
 def python_regex_validator(reference: Reference, policy: Policy, schema: Any) -> Any:
     """D-SCH-001 the other way, in the data: plain Draft 7 (Python ``re`` for ``pattern``), with
     the ``regex`` format read by ``re`` too wherever formats are asserted at all."""
@@ -396,6 +343,3 @@ def python_regex_validator(reference: Reference, policy: Policy, schema: Any) ->
     return draft7(given.schema, format_checker=None if given.format_checker is None else _python_re_formats())
 
 
-def formats_annotate(reference: Reference, policy: Policy, schema: Any) -> Any:
-    """D-SCH-003 the other way: formats only annotate; no value is refused for its format."""
-    return reference(policy, schema).evolve(format_checker=None)
