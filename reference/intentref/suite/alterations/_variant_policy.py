@@ -1,20 +1,12 @@
 """The core's rules taken another way: what decision variants swap into the reference's ``Policy``.
 
-The core applies the reference's rules only; each rule a decision shapes is a method of
-``intentref.core.policy.Policy`` (reading candidate text, the core contract, the data
-contract's rule table, the implied issues, the schema verdict, the keyword table, regular
-expressions, the data validator, ...).  A decision variant swaps one of them for a function
-here (``Alteration.rules``, combined by ``alteration.extend``): called with the reference's
-rule first, it may defer to it for what it leaves alone.  So the alternatives live beside the
-catalogue that names them (``_variants_core``, ``_variants_boundary``), not as branches inside
-the rules, and no rule reads a flag.
-
+Each rule a decision shapes is a method of ``intentref.core.policy.Policy``; a variant swaps it
+for a function here (``Alteration.rules``, combined by ``alteration.extend``), so the
+alternatives live beside the catalogue that names them and no rule reads a flag.
 ``VariantPolicy`` is the policy every altered reference is built with: the reference's, with
 its candidate-text reading also written as a table of parts (``READING``), because the four
 readings of D-JSON-001 .. D-JSON-004 combine inside one decoder.  ``VariantPolicy()`` judges
-exactly as the reference does, which ``tests/conformance/test_variants_core.py`` checks.
-The Bridge's decisions are methods of ``intentref.bridge_store.JobStore``, swapped in
-``_variants_bridge``.
+exactly as the reference does (``tests/conformance/test_variants_core.py``).
 """
 
 from __future__ import annotations
@@ -50,13 +42,8 @@ Reference = Callable[..., Any]
 
 @dataclass(frozen=True)
 class VariantPolicy(Policy):
-    """The reference's policy, with its candidate-text reading as a table a variant can swap parts of.
-
-    The four readings of D-JSON-001 .. D-JSON-004 combine inside one JSON decoder, so they are
-    parts of one table (``candidate_reading``, the reference's own is ``READING``) rather than
-    rules of their own; a variant that swaps a part also swaps ``read_candidate`` for
-    ``read_by_parts``, which reads with the table.
-    """
+    """The reference's policy, with its candidate-text reading as a table a variant can swap parts of:
+    a variant that swaps a part also swaps ``read_candidate`` for ``read_by_parts``."""
 
     def candidate_reading(self) -> Mapping[str, Any]:
         """D-JSON-001 .. D-JSON-004, part by part: the reference's strict reading."""

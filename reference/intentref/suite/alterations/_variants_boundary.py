@@ -1,20 +1,12 @@
 """Decision variants at the boundary: how replies are written, and the rules around them.
 
-These are the choices an independent implementation most often makes differently.  Each
-variant takes a reference decision another way that the seeds also allow (``alteration``):
-
-* *writing* (wording, payload layout, issue lists, codes): overrides of the methods of the
-  reference's ``intentref.core.writer.Writer`` that write the part it varies
-  (``Alteration.writer``), so the variant Bridge writes its replies that way itself, before
-  it keeps them for replay and counts their bytes;
-* *rules*: where the decision is about which issues or fields there are, the default
-  language or the schema subset's keyword table, an override of the ``Policy`` rule that
-  applies it (``Alteration.rules``; D-ERR-007, D-CAN-002, D-REQ-002, D-SCH-005, D-SCH-012) or
-  a policy value (D-CFG-002); how used tokens are answered (D-BRG-007, D-BRG-008) is the
-  Bridge's, swapped in ``_variants_bridge``;
-* *reading*: requests and configurations read another way at the door (``_variants_requests``).
-
-``VARIANTS`` lists all of them in the catalogue's order, wherever each is defined.
+*Writing* (wording, payload layout, issue lists, codes) overrides methods of the reference's
+``Writer`` (``Alteration.writer``), so the variant Bridge writes its replies that way itself,
+before it keeps them for replay and counts their bytes.  *Rules* about which issues or fields
+there are, the default language or the keyword table override a ``Policy`` rule or value
+(D-ERR-007, D-CAN-002, D-REQ-002, D-SCH-005, D-SCH-012, D-CFG-002).  Requests read another way
+are in ``_variants_requests``, used tokens (D-BRG-007, D-BRG-008) in ``_variants_bridge``;
+``VARIANTS`` lists them all in the catalogue's order.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """Decision variants made inside the Bridge: capacity, reclamation, sessions, the legacy TTLs.
 
-Each variant swaps the functions of ``intentref.bridge_store.JobStore`` that apply the decision
-it varies (``store``: ``alteration.extend``), changes a value of the policy the Bridge is built
-with, or rewrites calls at the boundary (see ``alteration.Alteration``).  An override is called
-with the reference's function first and may defer to it.  State only another reading needs
-(refusals kept for replay, whole-record deadlines, tombstones, cancelled jobs) is kept by the
-override that needs it (``_kept``), never by the reference.  Every alternative is one seed 000
-also allows (``#配置与容量``, ``#工具与 session 方法``, ``#调用错误与任务状态``,
-``#重复提交与冲突``); the comment on each says why.
+Each swaps functions of ``intentref.bridge_store.JobStore`` (``store``), changes a policy value
+or rewrites calls at the boundary.  State only another reading needs is kept by the override
+that needs it (``_kept``), never by the reference.  Every alternative is one seed 000 also
+allows; the comment on each says why.
 """
 
 from __future__ import annotations

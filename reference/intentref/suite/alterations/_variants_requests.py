@@ -1,12 +1,8 @@
 """Decision variants at the door: requests and instance configurations read another way.
 
-Each variant takes a reference decision another way that the seeds also allow (``alteration``)
-and is applied at the boundary: a request rewritten before the reference sees it, or answered
-in its place (the job ids judged at the door), and an instance member taken away before it
-is built (D-CNF-040 says why these stay at the boundary).  Each such hook reads the input as
-the variant's implementation would and hands the reference what that reading means; every
-one is deterministic.  The catalogue lists them among the boundary variants
-(``_variants_boundary.VARIANTS``), in the order it always had.
+A request is rewritten before the reference sees it, or answered in its place, and an
+instance member taken away before it is built (D-CNF-040 says why these stay at the
+boundary); every hook is deterministic.  ``_variants_boundary.VARIANTS`` lists them.
 """
 
 from __future__ import annotations

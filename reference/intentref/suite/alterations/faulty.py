@@ -1,22 +1,12 @@
 """Deliberately broken Bridges: each breaks exactly one rule, to prove the suite is not lenient.
 
-Every fault is an ``Alteration`` (``alteration``) of the *real* reference Bridge: hooks that
-rewrite requests on their way in or replies on their way out, through the same proxy the
-decision variants use; none copies reference logic, so the only difference a case can see
-is the one rule named.  ``faulty_target(name)`` gives a target the runner can drive;
-``tests/conformance/test_faulty_implementations.py`` runs the whole fixture suite against
-each and demands at least one failed case per fault, and a failed *normative* case for each
-fault whose ``seed_rule`` names seed text it contradicts (D-CNF-033);
-``intentref.suite.commands.recall.recall()`` prints that table.  ``harness_command(name)``
-runs a fault behind the reference's JSON-lines harness, a real subprocess that takes Bridge
-options.
-
-``is_error_wrong`` lives at the MCP level (the envelope's ``isError``), which an in-process
-Bridge has no notion of: ``mcp_model.McpModelTarget`` inverts ``isError`` and nothing else.
-
-A hook's ``memory["bridge"]`` is what the fault remembers about its Bridge (and
-``memory["bridge"]["options"]`` that Bridge's options); the rest of ``memory`` is the
-session's own.
+Every fault is an ``Alteration`` of the *real* reference Bridge, mostly hooks on requests and
+replies, so the only difference a case can see is the one rule named.
+``tests/conformance/test_faulty_implementations.py`` demands a failed case per fault, and a
+failed *normative* case for each fault whose ``seed_rule`` names seed text (D-CNF-033).
+``harness_command(name)`` runs a fault behind the reference's JSON-lines harness, a real
+subprocess that takes Bridge options.  ``is_error_wrong`` lives in the MCP envelope, which an
+in-process Bridge lacks: ``mcp_model.McpModelTarget`` inverts ``isError`` and nothing else.
 """
 
 from __future__ import annotations
