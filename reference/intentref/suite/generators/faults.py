@@ -425,7 +425,8 @@ def _required_missing(c: dict[str, Any], s: Subject, d: Draw) -> str:
 def _check_violated(c: dict[str, Any], s: Subject, d: Draw) -> str:
     i = d.integer(0, len(c["descriptionChecks"]) - 1)
     c["descriptionChecks"][i]["verdict"] = d.choice(["violated", "undetermined"])
-    return c["descriptionChecks"][i]["path"]
+    path: str = c["descriptionChecks"][i]["path"]
+    return path
 
 
 @_edit("business.issue_filed", DATA, "R-DAT-019", "R-ERR-029", decisions=("D-DAT-007",), code=EXTRACTION)
