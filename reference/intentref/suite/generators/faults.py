@@ -295,10 +295,8 @@ def _missing_evidence(c: dict[str, Any], s: Subject, d: Draw) -> str:
 
 def _non_string_leaf(s: Subject) -> int | None:
     values = dict(leaves(s.candidate["data"]))
-    for i, entry in enumerate(s.candidate["evidence"]):
-        if entry["path"] in values and not isinstance(values[entry["path"]], str):
-            return i
-    return None
+    return next((i for i, entry in enumerate(s.candidate["evidence"])
+                 if entry["path"] in values and not isinstance(values[entry["path"]], str)), None)  # fmt: skip
 
 
 @_edit("data.exact_mode_for_non_string", DATA, "R-DAT-011", applies=lambda s: _non_string_leaf(s) is not None, decisions=("D-DAT-003",))
@@ -310,10 +308,8 @@ def _exact_non_string(c: dict[str, Any], s: Subject, d: Draw) -> str:
 
 
 def _exact_entry(s: Subject) -> int | None:
-    for i, entry in enumerate(s.candidate["evidence"]):
-        if entry["mode"] == "exact" and len(entry["sources"][0]["quote"]) > 1:
-            return i
-    return None
+    return next((i for i, entry in enumerate(s.candidate["evidence"])
+                 if entry["mode"] == "exact" and len(entry["sources"][0]["quote"]) > 1), None)  # fmt: skip
 
 
 @_edit("data.exact_value_not_quoted", DATA, "R-DAT-012", applies=lambda s: _exact_entry(s) is not None)
@@ -360,10 +356,9 @@ def _missing_check(c: dict[str, Any], s: Subject, d: Draw) -> str:
 
 def _typed_top_field(s: Subject) -> str | None:
     props = s.payload["selectedSchema"]["properties"]
-    for name in s.candidate["data"]:
-        if isinstance(props.get(name), dict) and props[name].get("type") in ("string", "integer", "number", "boolean"):
-            return str(name)
-    return None
+    return next((str(name) for name in s.candidate["data"]
+                 if isinstance(props.get(name), dict) and props[name].get("type") in ("string", "integer", "number", "boolean")),
+                None)  # fmt: skip
 
 
 @_edit("data.schema_violation", DATA, "R-SCH-035", "R-RES-053", applies=lambda s: _typed_top_field(s) is not None)
@@ -380,10 +375,7 @@ def _schema_violation(c: dict[str, Any], s: Subject, d: Draw) -> str:
 
 
 def _omitted_optional(s: Subject) -> int | None:
-    for i, entry in enumerate(s.candidate["fieldResults"]):
-        if entry["status"] != "extracted":
-            return i
-    return None
+    return next((i for i, entry in enumerate(s.candidate["fieldResults"]) if entry["status"] != "extracted"), None)
 
 
 @_edit("data.extracted_but_missing", DATA, "R-DAT-015", applies=lambda s: _omitted_optional(s) is not None, decisions=("D-DAT-003", "D-DAT-005"))
@@ -398,10 +390,7 @@ def _extracted_but_missing(c: dict[str, Any], s: Subject, d: Draw) -> str:
 
 
 def _required_returned(s: Subject) -> str | None:
-    for name in s.payload["selectedSchema"].get("required", []):
-        if name in s.candidate["data"]:
-            return str(name)
-    return None
+    return next((str(name) for name in s.payload["selectedSchema"].get("required", []) if name in s.candidate["data"]), None)
 
 
 @_edit("business.required_missing", DATA, "R-DAT-023", "R-DAT-024", "R-ERR-030", code=EXTRACTION,

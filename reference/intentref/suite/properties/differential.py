@@ -17,6 +17,7 @@ from typing import Any
 from intentref.core.jsonpointer import escape_token
 from intentref.core.limits import is_well_formed, well_formed
 from intentref.core.wire import NOT_A_STEP_CODES
+from intentref.suite.alterations.alteration import error_of
 from intentref.suite.cases.script import refusal_allowed
 from intentref.suite.generators.faults import fault_of
 from intentref.suite.properties.case_writer import TOKEN_MEMBERS, Call, case_from_calls
@@ -25,7 +26,6 @@ from intentref.suite.properties.projection import (
     REFERENCE,
     CallContext,
     classify,
-    error_of,
     project,
     seed_cancel,
 )
