@@ -35,6 +35,7 @@ from intentref.core.limits import MAX_COMBINATION_ITEMS, MAX_SAFE_INTEGER, MIN_C
 from intentref.core.policy import Policy
 from intentref.core.schema_subset import DataError, KeywordCheck, SchemaPolicy, SubSchemas
 from intentref.core.text import has_text
+from intentref.suite.cases.values import well_formed_json
 
 # The function an override replaces, as ``alteration.extend`` hands it to the override.
 Reference = Callable[..., Any]
@@ -110,7 +111,8 @@ def surrogates_replaced(text: str, decode: Callable[[str], Any], max_depth: int)
     text = well_formed(text)
     value = decode(text)
     jsontext.check_depth(value, check_strings=False, max_depth=max_depth)
-    return _well_formed_strings(value) if jsontext.SURROGATE_ESCAPE.search(text) is not None else value
+    # Recursion is safe here: the depth was checked first.
+    return well_formed_json(value) if jsontext.SURROGATE_ESCAPE.search(text) is not None else value
 
 
 # The reference's reading of candidate text, part by part (``jsontext.parse_candidate``).
@@ -138,17 +140,6 @@ def reading_with(**parts: Any) -> dict[str, Any]:
     if unknown:
         raise TypeError(f"not a part of the candidate reading: {', '.join(sorted(unknown))}")
     return {"candidate_reading": lambda reference, policy: {**reference(policy), **parts}, "read_candidate": read_by_parts}
-
-
-def _well_formed_strings(node: Any) -> Any:
-    # Recursion is safe here: the depth was checked first.
-    if isinstance(node, str):
-        return well_formed(node)
-    if isinstance(node, dict):
-        return {well_formed(k): _well_formed_strings(v) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_well_formed_strings(v) for v in node]
-    return node
 
 
 def _judge_numbers_in_data(node: Any, path: str = "", in_data: bool = False) -> Any:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from intentref.core import jsonpointer
+from intentref.core.limits import well_formed
 
 
 class FixtureError(ValueError):
@@ -57,6 +58,17 @@ class _Unresolved(Exception):
 def stringify(value: Any) -> str:
     """JSON.stringify(value): compact separators, non-ASCII characters written as themselves."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def well_formed_json(value: Any) -> Any:
+    """``value`` with lone surrogates as U+FFFD, keys included: what any UTF-8 transport delivers (D-MCP-008)."""
+    if isinstance(value, str):
+        return well_formed(value)
+    if isinstance(value, dict):
+        return {well_formed_json(k): well_formed_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [well_formed_json(v) for v in value]
+    return value
 
 
 def _gen_reply(spec: dict[str, Any], history: History) -> Any:
