@@ -11,8 +11,10 @@ import time
 from typing import Any
 
 from intentref.bridge import BridgeReply
+from intentref.core.limits import well_formed
 from intentref.suite.alterations.alteration import Alteration, Memory, error_of
 from intentref.suite.cases.capabilities import REPAIR_ATTEMPTS
+from intentref.suite.cases.values import map_strings
 
 
 def _refusal(code: str, stage: str, path: str, message: str) -> BridgeReply:
@@ -85,21 +87,11 @@ STRICT_CONTEXT = Alteration(
 )
 
 
-def _replace_surrogates(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    if isinstance(value, list):
-        return [_replace_surrogates(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _replace_surrogates(v) for k, v in value.items()}
-    return value
-
-
 def _surrogates_replaced(op: str, request: Any, memory: Memory) -> Any:
     if op == "prepare" and isinstance(request, dict):
         for member in ("input", "context"):
             if member in request:
-                request[member] = _replace_surrogates(request[member])
+                request[member] = map_strings(request[member], well_formed)
     return request
 
 

@@ -27,6 +27,7 @@ from intentref.suite.alterations.alteration import (
     altered_bridge_factory,
     error_of,
 )
+from intentref.suite.cases.values import map_strings
 from intentref.suite.targets.base import InProcessTarget
 from intentref.suite.targets.mcp_model import BridgeFactory, McpModelTarget
 
@@ -61,16 +62,6 @@ def items_of(reply: Json) -> Iterator[dict[str, Any]]:
 
 def _is_task(reply: Json) -> bool:
     return isinstance(reply, dict) and reply.get("kind") == "task"
-
-
-def _replace_text(value: Json, old: str, new: str) -> Json:
-    if isinstance(value, str):
-        return value.replace(old, new)
-    if isinstance(value, dict):
-        return {k: _replace_text(v, old, new) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_replace_text(v, old, new) for v in value]
-    return value
 
 
 # --------------------------------------------------------------------------- the faults
@@ -108,9 +99,12 @@ def _detail_counted_in_characters(op: str, request: Request, memory: Memory) -> 
 
 
 def _detail_put_back(op: str, request: Request, reply: Json, memory: Memory) -> Json:
-    for marker, detail in memory["bridge"].get("markers", {}).items():
-        reply = _replace_text(reply, marker, detail)
-    return reply
+    def put_back(text: str) -> str:
+        for marker, detail in memory["bridge"].get("markers", {}).items():
+            text = text.replace(marker, detail)
+        return text
+
+    return map_strings(reply, put_back)
 
 
 def _partial_result_dropped(op: str, request: Request, reply: Json, memory: Memory) -> Json:
@@ -184,7 +178,7 @@ def _reclaimed_cancel_conflict(op: str, request: Request, reply: Json, memory: M
     # job: its record was reclaimed.  Foreign, closed-session and never-issued jobs are
     # left alone: the seeds fix no answer for them (R-IDM-005, D-BRG-003).
     if job in issued and _error_code(reply) == "BRIDGE_JOB_NOT_FOUND":
-        reply = _replace_text(reply, "BRIDGE_JOB_NOT_FOUND", "BRIDGE_STEP_CONFLICT")
+        reply = map_strings(reply, lambda text: text.replace("BRIDGE_JOB_NOT_FOUND", "BRIDGE_STEP_CONFLICT"))
     return reply
 
 

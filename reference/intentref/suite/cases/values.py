@@ -60,15 +60,20 @@ def stringify(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
+def map_strings(value: Any, change: Callable[[str], str], keys: bool = False) -> Any:
+    """JSON ``value`` with ``change`` applied to every string in it (and every member name, with ``keys``)."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, dict):
+        return {change(k) if keys else k: map_strings(v, change, keys) for k, v in value.items()}
+    if isinstance(value, list):
+        return [map_strings(v, change, keys) for v in value]
+    return value
+
+
 def well_formed_json(value: Any) -> Any:
     """``value`` with lone surrogates as U+FFFD, keys included: what any UTF-8 transport delivers (D-MCP-008)."""
-    if isinstance(value, str):
-        return well_formed(value)
-    if isinstance(value, dict):
-        return {well_formed_json(k): well_formed_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [well_formed_json(v) for v in value]
-    return value
+    return map_strings(value, well_formed, keys=True)
 
 
 def _gen_reply(spec: dict[str, Any], history: History) -> Any:
