@@ -60,7 +60,7 @@ def stringify(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def map_strings(value: Any, change: Callable[[str], str], keys: bool = False) -> Any:
+def map_strings(value: Any, change: Callable[[str], Any], keys: bool = False) -> Any:
     """JSON ``value`` with ``change`` applied to every string in it (and every member name, with ``keys``)."""
     if isinstance(value, str):
         return change(value)
