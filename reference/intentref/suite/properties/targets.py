@@ -166,6 +166,10 @@ class ExampleSession:
     def cancel(self, request: Any) -> dict[str, Any]:
         return self._call("cancel", request)
 
+    @property
+    def last_text(self) -> str | None:
+        return None if self.last is None else self.last.text
+
     def close(self) -> None:
         """Really close the connection (its jobs go with it)."""
         if not self.closed:
