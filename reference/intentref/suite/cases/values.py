@@ -147,14 +147,10 @@ def generate(value: Any, history: History) -> Any:
 class Mismatch:
     """One way a reply differs from what its case expects, as data, from the matcher to the report.
 
-    ``path``: the JSON Pointer of the place in the compared value (``/`` for the value
-    itself), or None when the mismatch concerns the step as a whole (another kind of reply,
-    a reference to an earlier reply that is not there).  ``expected`` and ``actual``: the
-    two sides as the report shows them, when the difference is one of values.  ``reason``:
-    what is wrong in words, when that is not simply "expected …, got …" (``missing``,
-    ``matched none of 2 alternatives: …``); a mismatch may have both, e.g. a missing member
-    expected a member and got nothing.  ``where``: the step (``step 3 (accept)``, ``step 3
-    envelope``, ``step 3``) or ``setup``, set by whoever runs the step (``at``).
+    ``path`` is a JSON Pointer into the compared value (``/`` for the value itself), or None
+    when the mismatch concerns the step as a whole; ``expected`` / ``actual`` are the two sides
+    as the report shows them, ``reason`` what is wrong in words when that is not simply
+    "expected …, got …" (a mismatch may have both), ``where`` the step or ``setup`` (``at``).
     """
 
     path: str | None

@@ -62,10 +62,8 @@ OnOutcome = Callable[[Case, CaseOutcome], None]
 class Executor:
     """A target's cases, one at a time or from several threads, its long-lived runs kept open.
 
-    ``plan`` (or the pytest plugin's one-case-at-a-time ``run``) decides where each case runs;
-    ``run_unit`` and ``run`` execute.  Each long-lived run belongs to one *lane* and is used
-    by one thread at a time: ``execute`` and the workers give every long-lived unit of lane
-    ``n`` to the same thread; a target with ``long_lived_lanes`` > 1 gets that many lanes.
+    Each long-lived run belongs to one *lane* (a target has ``long_lived_lanes`` of them) and is
+    used by one thread at a time: every long-lived unit of lane ``n`` goes to the same thread.
     """
 
     def __init__(self, target: Target, instances: dict[str, Any] | None = None, *, isolate: bool = False,

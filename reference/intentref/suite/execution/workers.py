@@ -230,12 +230,10 @@ class _Pool:
     def _next_unit(self, long_lived: bool, slot: int = 0) -> int | None:
         """The unit a worker thread takes next: fair shares of worker time (D-CNF-054).
 
-        Of the targets with a unit of the asked sort still waiting, the one that has had the
-        least worker time so far (its own time, plus its busy stretches still open, counted to
-        now) goes next; so a slow implementation never holds back a fast one, and no single one
-        sets the run's length.  A long-lived thread takes runs of their own when no long-lived
-        unit waits; the thread of slot ``n`` > 0 takes runs of their own first, then long-lived
-        units of a target with more than ``n`` lanes (``Target.long_lived_lanes``), on its lane ``n``.
+        The target that has had the least worker time so far (open busy stretches counted to
+        now) goes next, so a slow implementation never holds back a fast one.  A long-lived
+        thread takes runs of their own when no long-lived unit waits; the thread of slot ``n`` > 0
+        takes runs of their own first, then long-lived units of a target with more than ``n`` lanes.
         """
         used = {key: work.seconds + sum(busy.running(key) for busy in self.busy.values())
                 for key, work in self.works.items()}  # fmt: skip

@@ -201,11 +201,9 @@ class DecidedAssertion(AssertionError):
 class decided:
     """``with decided("D-LIM-002"): assert …`` -- a failure inside is a DecidedAssertion.
 
-    Besides a failed assertion, a KeyError or TypeError inside counts: it comes from reading
-    a reply the decision shaped (a task's ``jobId`` where the target refused).  So does a
-    call the target's protocol layer refused (``ProtocolRefusal``, D-CNF-055) when the call
-    itself is inside: whether such a request is accepted at all is what was decided.  With
-    no decisions it changes nothing, so a property can pass the decisions it computed.
+    A KeyError or TypeError inside counts too (reading a reply the decision shaped), and so
+    does a protocol-layer refusal of a call inside (``ProtocolRefusal``, D-CNF-055): whether
+    it is accepted at all is what was decided.  With no decisions it changes nothing.
     """
 
     def __init__(self, *decisions: str) -> None:
