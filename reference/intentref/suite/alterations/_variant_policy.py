@@ -1,20 +1,12 @@
 """The core's rules taken another way: what decision variants swap into the reference's ``Policy``.
 
-The core applies the reference's rules only; each rule a decision shapes is a method of
-``intentref.core.policy.Policy`` (reading candidate text, the core contract, the data
-contract's rule table, the implied issues, the schema verdict, the keyword table, regular
-expressions, the data validator, ...).  A decision variant swaps one of them for a function
-here (``Alteration.rules``, combined by ``alteration.extend``): called with the reference's
-rule first, it may defer to it for what it leaves alone.  So the alternatives live beside the
-catalogue that names them (``_variants_core``, ``_variants_boundary``), not as branches inside
-the rules, and no rule reads a flag.
-
+Each rule a decision shapes is a method of ``intentref.core.policy.Policy``; a variant swaps it
+for a function here (``Alteration.rules``, combined by ``alteration.extend``), so the
+alternatives live beside the catalogue that names them and no rule reads a flag.
 ``VariantPolicy`` is the policy every altered reference is built with: the reference's, with
 its candidate-text reading also written as a table of parts (``READING``), because the four
 readings of D-JSON-001 .. D-JSON-004 combine inside one decoder.  ``VariantPolicy()`` judges
-exactly as the reference does, which ``tests/conformance/test_variants_core.py`` checks.
-The Bridge's decisions are methods of ``intentref.bridge_store.JobStore``, swapped in
-``_variants_bridge``.
+exactly as the reference does (``tests/conformance/test_variants_core.py``).
 """
 
 from __future__ import annotations
@@ -43,6 +35,7 @@ from intentref.core.limits import MAX_COMBINATION_ITEMS, MAX_SAFE_INTEGER, MIN_C
 from intentref.core.policy import Policy
 from intentref.core.schema_subset import DataError, KeywordCheck, SchemaPolicy, SubSchemas
 from intentref.core.text import has_text
+from intentref.suite.cases.values import well_formed_json
 
 # The function an override replaces, as ``alteration.extend`` hands it to the override.
 Reference = Callable[..., Any]
@@ -50,13 +43,8 @@ Reference = Callable[..., Any]
 
 @dataclass(frozen=True)
 class VariantPolicy(Policy):
-    """The reference's policy, with its candidate-text reading as a table a variant can swap parts of.
-
-    The four readings of D-JSON-001 .. D-JSON-004 combine inside one JSON decoder, so they are
-    parts of one table (``candidate_reading``, the reference's own is ``READING``) rather than
-    rules of their own; a variant that swaps a part also swaps ``read_candidate`` for
-    ``read_by_parts``, which reads with the table.
-    """
+    """The reference's policy, with its candidate-text reading as a table a variant can swap parts of:
+    a variant that swaps a part also swaps ``read_candidate`` for ``read_by_parts``."""
 
     def candidate_reading(self) -> Mapping[str, Any]:
         """D-JSON-001 .. D-JSON-004, part by part: the reference's strict reading."""
@@ -123,7 +111,8 @@ def surrogates_replaced(text: str, decode: Callable[[str], Any], max_depth: int)
     text = well_formed(text)
     value = decode(text)
     jsontext.check_depth(value, check_strings=False, max_depth=max_depth)
-    return _well_formed_strings(value) if jsontext.SURROGATE_ESCAPE.search(text) is not None else value
+    # Recursion is safe here: the depth was checked first.
+    return well_formed_json(value) if jsontext.SURROGATE_ESCAPE.search(text) is not None else value
 
 
 # The reference's reading of candidate text, part by part (``jsontext.parse_candidate``).
@@ -151,17 +140,6 @@ def reading_with(**parts: Any) -> dict[str, Any]:
     if unknown:
         raise TypeError(f"not a part of the candidate reading: {', '.join(sorted(unknown))}")
     return {"candidate_reading": lambda reference, policy: {**reference(policy), **parts}, "read_candidate": read_by_parts}
-
-
-def _well_formed_strings(node: Any) -> Any:
-    # Recursion is safe here: the depth was checked first.
-    if isinstance(node, str):
-        return well_formed(node)
-    if isinstance(node, dict):
-        return {well_formed(k): _well_formed_strings(v) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_well_formed_strings(v) for v in node]
-    return node
 
 
 def _judge_numbers_in_data(node: Any, path: str = "", in_data: bool = False) -> Any:
@@ -192,7 +170,7 @@ def without_unexpected_members(violations: list[Violation], keep_root: bool = Fa
 _ASCII_WHITESPACE: Final = " \t\n\v\f\r"
 
 
-def _ascii_text_at(candidate: Any, path: str) -> bool:
+def ascii_text_at(candidate: Any, path: str) -> bool:
     """D-TXT-001 the other way: the value at ``path`` is blank to ECMA-262 but not to ASCII."""
     tokens = jsonpointer.split(path)
     value = candidate if tokens is None else jsonpointer.resolve(candidate, tokens)
@@ -228,7 +206,7 @@ def _required_fields_not_provided(c: dict[str, Any], ctx: DataContext, filed: li
 CANONICAL_DRAFT7_IDS: Final = frozenset(i for i in schema_subset.DRAFT7_IDS if i.endswith("#"))
 
 
-def _canonical_dialect_at_the_root(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
+def canonical_dialect_at_the_root(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
     if path != "/$schema":
         raise schema_subset.unsupported(path, "$schema is accepted only at the root of a definition.")
     if not isinstance(value, str) or value not in CANONICAL_DRAFT7_IDS:  # a list or dict is not hashable
@@ -245,6 +223,11 @@ def _combination_length_limited(reference: KeywordCheck, value: Any, path: str, 
 def _empty_enum_accepted(reference: KeywordCheck, value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
     # Draft 7 admits no value for ``enum: []``; the reference refuses it only by decision.
     return iter(()) if value == [] else reference(value, path, policy)
+
+
+def empty_enum_accepted(reference: Reference, policy: Policy) -> Mapping[str, KeywordCheck]:
+    checks = reference(policy)
+    return {**checks, "enum": functools.partial(_empty_enum_accepted, checks["enum"])}
 
 
 def python_regex_compiles(pattern: str) -> bool:
@@ -272,20 +255,9 @@ def _python_re_formats() -> Any:
 # that use them are in ``_variants_core`` and ``_variants_boundary``.
 
 
-def selection_in_request_order(reference: Reference, policy: Policy, requested: list[str],
-                               defined: tuple[str, ...]) -> tuple[str, ...]:  # fmt: skip
-    """D-REQ-002 the other way: selected fields in the order the request first lists them."""
-    return tuple(dict.fromkeys(requested))
-
-
-def one_contract_issue(reference: Reference, policy: Policy, violations: list[Violation]) -> list[Issue]:
-    """D-ERR-007 the other way: one issue with path null for the whole candidate."""
-    return [Issue("MODEL_OUTPUT_INVALID", "processing", None, "The candidate breaks the contract.")]
-
-
-def detail_dropped(reference: Reference, policy: Policy, code: str, detail: str | None) -> list[Issue]:
-    """D-CAN-002 the other way: a cancel's detail is never kept."""
-    return []
+def without_rule(name: str) -> Callable[[Reference, Policy], Mapping[str, Rule]]:
+    """An override of ``data_rules`` that leaves out the rule ``name`` (D-DAT-002, D-DAT-004 the other way)."""
+    return lambda reference, policy: {n: rule for n, rule in reference(policy).items() if n != name}
 
 
 def detail_verbatim(reference: Reference, policy: Policy, code: str, detail: str | None) -> list[Issue]:
@@ -294,32 +266,6 @@ def detail_verbatim(reference: Reference, policy: Policy, code: str, detail: str
         return [Issue(code, "processing", None, detail)]
     answer: list[Issue] = reference(policy, code, detail)
     return answer
-
-
-def open_core_candidate(reference: Reference, policy: Policy, candidate: Any) -> list[Violation]:
-    """D-COR-002 the other way: a core member the contract does not name is ignored."""
-    return without_unexpected_members(reference(policy, candidate))
-
-
-def open_data_candidate(reference: Reference, policy: Policy, candidate: dict[str, Any], ctx: DataContext) -> list[Violation]:
-    """D-COR-002 the other way, below the data candidate's root: seed 000 fixes the five root
-    members ("恰有以下五个根字段"); only deeper levels open."""
-    return without_unexpected_members(reference(policy, candidate, ctx), keep_root=True)
-
-
-def ascii_blanks(reference: Reference, policy: Policy, candidate: Any) -> list[Violation]:
-    """D-TXT-001 the other way: only ASCII white space is blank in a core candidate's texts."""
-    return [v for v in reference(policy, candidate) if not _ascii_text_at(candidate, v[0])]
-
-
-def evidence_per_leaf(reference: Reference, policy: Policy) -> Mapping[str, Rule]:
-    """D-DAT-001 the other way: each returned leaf needs an evidence entry at its own path."""
-    return {**reference(policy), "every_returned_leaf_has_evidence": every_leaf_has_evidence_at_its_own_path}
-
-
-def root_description_checks_only(reference: Reference, policy: Policy) -> Mapping[str, Rule]:
-    """D-DAT-002 the other way: only the root description needs a check (R-SRC-005)."""
-    return {name: rule for name, rule in reference(policy).items() if name != "described_fields_are_checked"}
 
 
 def schema_violations_are_business(reference: Reference, policy: Policy, errors: list[DataError]) -> DataJudgement:
@@ -331,28 +277,12 @@ def schema_violations_are_business(reference: Reference, policy: Policy, errors:
     return DataJudgement([], [Issue("DATA_CONSTRAINT_VIOLATED", "definition", e.path, e.message) for e in errors], None)
 
 
-def canonical_draft7_id(reference: Reference, policy: Policy) -> Mapping[str, KeywordCheck]:
-    """D-SCH-004 the other way: ``$schema`` takes the canonical spellings only, at the root only."""
-    return {**reference(policy), "$schema": _canonical_dialect_at_the_root}
-
-
 def combination_length_limited(reference: Reference, policy: Policy) -> Mapping[str, KeywordCheck]:
     """D-SCH-005 the other way: a combination's length is a limit (LIMIT_EXCEEDED)."""
     checks = dict(reference(policy))
     for keyword in ("anyOf", "oneOf", "allOf"):
         checks[keyword] = functools.partial(_combination_length_limited, checks[keyword])
     return checks
-
-
-def empty_enum_accepted(reference: Reference, policy: Policy) -> Mapping[str, KeywordCheck]:
-    """D-SCH-012 the other way: ``enum: []`` is accepted."""
-    checks = reference(policy)
-    return {**checks, "enum": functools.partial(_empty_enum_accepted, checks["enum"])}
-
-
-def required_not_provided_is_business(reference: Reference, policy: Policy) -> Mapping[str, Rule]:
-    """D-DAT-004 the other way, in the contract: a required field may be reported not_provided."""
-    return {name: rule for name, rule in reference(policy).items() if name != "required_fields_are_not_omitted"}
 
 
 def required_missing_issues(reference: Reference, policy: Policy, candidate: dict[str, Any],
@@ -383,11 +313,6 @@ def verdict_issue_at_every_check(reference: Reference, policy: Policy, candidate
     return issues
 
 
-def python_regex(reference: Reference, policy: Policy, pattern: str) -> bool:
-    """D-SCH-001 the other way, at construction: ``pattern`` compiles as Python ``re``."""
-    return python_regex_compiles(pattern)
-
-
 def python_regex_validator(reference: Reference, policy: Policy, schema: Any) -> Any:
     """D-SCH-001 the other way, in the data: plain Draft 7 (Python ``re`` for ``pattern``), with
     the ``regex`` format read by ``re`` too wherever formats are asserted at all."""
@@ -396,6 +321,3 @@ def python_regex_validator(reference: Reference, policy: Policy, schema: Any) ->
     return draft7(given.schema, format_checker=None if given.format_checker is None else _python_re_formats())
 
 
-def formats_annotate(reference: Reference, policy: Policy, schema: Any) -> Any:
-    """D-SCH-003 the other way: formats only annotate; no value is refused for its format."""
-    return reference(policy, schema).evolve(format_checker=None)

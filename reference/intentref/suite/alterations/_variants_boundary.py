@@ -1,40 +1,29 @@
 """Decision variants at the boundary: how replies are written, and the rules around them.
 
-These are the choices an independent implementation most often makes differently.  Each
-variant takes a reference decision another way that the seeds also allow (``alteration``):
-
-* *writing* (wording, payload layout, issue lists, codes): overrides of the methods of the
-  reference's ``intentref.core.writer.Writer`` that write the part it varies
-  (``Alteration.writer``), so the variant Bridge writes its replies that way itself, before
-  it keeps them for replay and counts their bytes;
-* *rules*: where the decision is about which issues or fields there are, the default
-  language or the schema subset's keyword table, an override of the ``Policy`` rule that
-  applies it (``Alteration.rules``; D-ERR-007, D-CAN-002, D-REQ-002, D-SCH-005, D-SCH-012) or
-  a policy value (D-CFG-002); how used tokens are answered (D-BRG-007, D-BRG-008) is the
-  Bridge's, swapped in ``_variants_bridge``;
-* *reading*: requests and configurations read another way at the door (``_variants_requests``).
-
-``VARIANTS`` lists all of them in the catalogue's order, wherever each is defined.
+*Writing* (wording, payload layout, issue lists, codes) overrides methods of the reference's
+``Writer`` (``Alteration.writer``), so the variant Bridge writes its replies that way itself,
+before it keeps them for replay and counts their bytes.  *Rules* about which issues or fields
+there are, the default language or the keyword table override a ``Policy`` rule or value
+(D-ERR-007, D-CAN-002, D-REQ-002, D-SCH-005, D-SCH-012, D-CFG-002).  Requests read another way
+are in ``_variants_requests``, used tokens (D-BRG-007, D-BRG-008) in ``_variants_bridge``;
+``VARIANTS`` lists them all in the catalogue's order.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from intentref.core.errors import DATA_ISSUE_CODES, IntentParseError, Issue
-from intentref.core.request import Source
 from intentref.core.task import Repair, Task
 from intentref.core.wire import CANCEL_ENDING_CODES
 from intentref.core.writer import Writer
 from intentref.suite.alterations._variant_policy import (
     Reference,
     combination_length_limited,
-    detail_dropped,
     detail_verbatim,
     empty_enum_accepted,
-    one_contract_issue,
-    selection_in_request_order,
 )
 from intentref.suite.alterations._variants_bridge import (
     CANCELLED_TOKEN_CONFLICTS,
@@ -57,29 +46,22 @@ from intentref.suite.alterations.alteration import Alteration, policy_changes
 # --------------------------------------------------------------------------- wording
 
 
-def _reworded_message(reference: Reference, writer: Writer, err: IntentParseError) -> str:
-    return f"[{err.code} at stage {err.stage}] the call could not be completed."
+def _issue_rewritten(member: str, when: Callable[[IntentParseError, Issue], bool],
+                     value: Callable[[IntentParseError, Issue], Any]) -> Callable[..., dict[str, Any]]:  # fmt: skip
+    """An ``error_issue`` override: the reference's issue, with ``member`` set to ``value`` where ``when`` holds."""
 
+    def rewritten(reference: Reference, writer: Writer, err: IntentParseError, issue: Issue) -> dict[str, Any]:
+        written: dict[str, Any] = reference(writer, err, issue)
+        if when(err, issue):
+            written[member] = value(err, issue)
+        return written
 
-def _reworded_issue(reference: Reference, writer: Writer, err: IntentParseError, issue: Issue) -> dict[str, Any]:
-    written: dict[str, Any] = reference(writer, err, issue)
-    if issue.code not in DATA_ISSUE_CODES:  # the candidate's own issues keep the model's words (seed 004)
-        written["message"] = f"Problem {issue.code} here."
-    return written
+    return rewritten
 
 
 def _reworded_instructions(reference: Reference, writer: Writer, task: Task) -> str:
     return (f"Write the complete {task.stage} candidate as one JSON document. "
             "Follow the format and read the payload; on a repair, send the whole candidate again.")  # fmt: skip
-
-
-# D-ERR-006, D-INS-001: other messages and instructions, meaning the same.
-REWORDED = Alteration(
-    name="reworded",
-    decisions=("D-ERR-006", "D-INS-001"),
-    summary="other error and issue messages, other task instructions",
-    writer={"message": _reworded_message, "error_issue": _reworded_issue, "instructions": _reworded_instructions},
-)
 
 
 # --------------------------------------------------------------------------- the core format
@@ -98,14 +80,6 @@ def _respell_schema(schema: Any) -> Any:
     return schema
 
 
-RESPELLED_CORE_SCHEMA = Alteration(
-    name="respelled-core-schema",
-    decisions=("D-COR-001",),
-    summary="an equivalent intent_core schema, spelled differently",
-    writer={"core_schema": lambda reference, writer: _respell_schema(reference(writer))},
-)
-
-
 # --------------------------------------------------------------------------- payloads
 
 
@@ -117,52 +91,9 @@ def _core_payload_without_language(reference: Reference, writer: Writer, task: T
     return payload
 
 
-def _reversed_ascii_payload(reference: Reference, writer: Writer, payload: dict[str, Any]) -> str:
-    return json.dumps(dict(reversed(list(payload.items()))), ensure_ascii=True)
-
-
-# D-PAY-001, D-PAY-003: other members, another order, another JSON spelling.
-PAYLOAD_LAYOUT = Alteration(
-    name="payload-layout",
-    decisions=("D-PAY-001", "D-PAY-003"),
-    summary="payload members in another order, written with ASCII escapes and spaces; no structuredLanguage in the core payload",
-    writer={"core_payload": _core_payload_without_language, "payload_text": _reversed_ascii_payload},
-)
-
-
-def _context_entry(reference: Reference, writer: Writer, source: Source) -> dict[str, Any]:
-    return {"role": source.role, "text": source.content, "sourceId": source.source_id}
-
-
-# D-PAY-002: context entries with other member names, in another order.
-CONTEXT_ENTRIES = Alteration(
-    name="context-entries",
-    decisions=("D-PAY-002",),
-    summary="payload context entries as {role, text, sourceId}",
-    writer={"context_entry": _context_entry},
-)
-
-
 def _repair_material(reference: Reference, writer: Writer, repair: Repair) -> dict[str, Any]:
     return {"round": repair.attempt, "problems": [{"at": i.path, "why": i.message} for i in repair.issues],
             "yourLastAnswer": repair.previous_candidate}  # fmt: skip
-
-
-# D-PAY-004: the repair material under other names.
-REPAIR_MATERIAL = Alteration(
-    name="repair-material",
-    decisions=("D-PAY-004",),
-    summary="payload.repair as {round, problems: [{at, why}], yourLastAnswer}",
-    writer={"repair": _repair_material},
-)
-
-
-REQUEST_ORDER_FIELDS = Alteration(
-    name="request-order-fields",
-    decisions=("D-REQ-002",),
-    summary="selectedFields in the order the request lists them",
-    rules={"select_fields": selection_in_request_order},
-)
 
 
 def _lean_selected_schema(reference: Reference, writer: Writer, task: Task) -> dict[str, Any]:
@@ -175,78 +106,11 @@ def _lean_selected_schema(reference: Reference, writer: Writer, task: Task) -> d
     return schema
 
 
-# D-SCH-006: the selected schema without what it does not need.
-LEAN_SELECTED_SCHEMA = Alteration(
-    name="lean-selected-schema",
-    decisions=("D-SCH-006",),
-    summary="the selected schema omits an empty required list and the root's title and description",
-    writer={"selected_schema": _lean_selected_schema},
-)
-
-
 # --------------------------------------------------------------------------- issue lists
-
-
-PLAIN_CONTRACT_ISSUES = Alteration(
-    name="plain-contract-issues",
-    decisions=("D-ERR-007",),
-    summary="MODEL_OUTPUT_INVALID carries one issue with path null, not pointers into the candidate",
-    rules={"contract_issues": one_contract_issue},
-)
-
-
-def _not_found_without_issues(reference: Reference, writer: Writer, err: IntentParseError) -> list[dict[str, Any]]:
-    return [] if err.code == "BRIDGE_JOB_NOT_FOUND" else reference(writer, err)
-
-
-BARE_NOT_FOUND = Alteration(
-    name="bare-not-found",
-    decisions=("D-BRG-003",),
-    summary="BRIDGE_JOB_NOT_FOUND carries no issue",
-    writer={"error_issues": _not_found_without_issues},
-)
-
-
-def _partial_on_extraction(reference: Reference, writer: Writer, err: IntentParseError) -> dict[str, Any] | None:
-    # D-ERR-009: partialResult where seed 004 shows it, and nowhere else.
-    return reference(writer, err) if err.code == "DATA_EXTRACTION_FAILED" else None
-
-
-PARTIAL_ON_EXTRACTION_ONLY = Alteration(
-    name="partial-on-extraction-only",
-    decisions=("D-ERR-009",),
-    summary="partialResult only on DATA_EXTRACTION_FAILED",
-    writer={"partial_result": _partial_on_extraction},
-)
-
-
-DETAIL_DROPPED = Alteration(
-    name="cancel-detail-dropped",
-    decisions=("D-CAN-002",),
-    summary="a cancel's detail is not kept as an issue",
-    rules={"detail_issues": detail_dropped},
-)
 
 
 def _is_parameter_fault(err: IntentParseError) -> bool:
     return err.code == "INPUT_INVALID" and err.stage == "bridge"
-
-
-def _parameter_fault_at_input(reference: Reference, writer: Writer, err: IntentParseError) -> str:
-    return "input" if _is_parameter_fault(err) else reference(writer, err)
-
-
-def _parameter_fault_without_issues(reference: Reference, writer: Writer, err: IntentParseError) -> list[dict[str, Any]]:
-    return [] if _is_parameter_fault(err) else reference(writer, err)
-
-
-# D-BRG-001: a malformed call is written as an input fault, without issues.
-PARAMETER_FAULTS_AT_INPUT = Alteration(
-    name="parameter-faults-at-input",
-    decisions=("D-BRG-001",),
-    summary="a malformed call is INPUT_INVALID at stage input, without issues",
-    writer={"stage": _parameter_fault_at_input, "error_issues": _parameter_fault_without_issues},
-)
 
 
 # --------------------------------------------------------------------------- codes
@@ -260,6 +124,10 @@ _RENAMED_CODES = {
 }
 
 
+def _parent_pointer(path: str | None) -> str | None:
+    return path[: path.rindex("/")] if path and path.count("/") > 1 else path or None
+
+
 def _renamed_code(reference: Reference, writer: Writer, err: IntentParseError) -> str:
     return _RENAMED_CODES[err.code][0] if err.code in _RENAMED_CODES else reference(writer, err)
 
@@ -269,158 +137,172 @@ def _moved_stage(reference: Reference, writer: Writer, err: IntentParseError) ->
     return moved if moved is not None else reference(writer, err)
 
 
-def _renamed_own_issue(reference: Reference, writer: Writer, err: IntentParseError, issue: Issue) -> dict[str, Any]:
-    written: dict[str, Any] = reference(writer, err, issue)
-    if issue.code == err.code and err.code in _RENAMED_CODES:
-        written["code"] = _RENAMED_CODES[err.code][0]
-    return written
-
-
-# D-ERR-001 .. D-ERR-005: three endings under other codes, the error's own issue too.
-OTHER_CODES = Alteration(
-    name="other-codes",
-    decisions=("D-ERR-001", "D-ERR-002", "D-ERR-003", "D-ERR-005"),
-    summary="CONFIG_INVALID, BRIDGE_INSTANCE_NOT_FOUND and BRIDGE_JOB_EXPIRED under other codes",
-    writer={"code": _renamed_code, "stage": _moved_stage, "error_issue": _renamed_own_issue},
-)
-
-
-# --------------------------------------------------------------------------- configuration
-
-
-DEFAULT_LANGUAGE_ZH = Alteration(
-    name="default-language-zh",
-    decisions=("D-CFG-002",),
-    summary="language defaults to zh-CN",
-    policy=policy_changes(default_language="zh-CN"),
-)
-
-
-COMBINATION_LIMIT = Alteration(
-    name="combination-length-limit",
-    decisions=("D-SCH-005",),
-    summary="an anyOf/oneOf/allOf array outside 1-16 is LIMIT_EXCEEDED, not SCHEMA_UNSUPPORTED",
-    rules={"keyword_checks": combination_length_limited},
-)
-
-
-# --------------------------------------------------------------------------- more alternatives
-
-
 _CONFIG_CODES = ("SCHEMA_UNSUPPORTED", "LIMIT_EXCEEDED", "CONFIG_INVALID")
 
 
-def _definition_category(reference: Reference, writer: Writer, err: IntentParseError, issue: Issue) -> dict[str, Any]:
-    written: dict[str, Any] = reference(writer, err, issue)
-    if (err.stage == "config" and issue.code in _CONFIG_CODES) or issue.code == "UNKNOWN_FIELD":
-        written["category"] = "definition"
-    return written
-
-
-# D-ERR-001: a definition problem filed as category definition; an unknown field too (it is not defined).
-OTHER_ISSUE_CATEGORIES = Alteration(
-    name="other-issue-categories",
-    decisions=("D-ERR-001",),
-    summary="configuration and unknown-field issues filed under category definition",
-    writer={"error_issue": _definition_category},
-)
-
-
-def _parent_pointer(path: str | None) -> str | None:
-    if path is not None and path.count("/") > 1:
-        return path[: path.rindex("/")]
-    return path
-
-
-def _input_issue_without_pointer(reference: Reference, writer: Writer, err: IntentParseError,
-                                 issue: Issue) -> dict[str, Any]:  # fmt: skip
-    written: dict[str, Any] = reference(writer, err, issue)
-    if err.stage == "input":
-        written["path"] = None
-    return written
-
-
-# D-REQ-007: request faults name what is wrong in words only: their issues carry no pointer.
-COARSE_REQUEST_POINTERS = Alteration(
-    name="request-faults-without-pointers",
-    decisions=("D-REQ-007",),
-    summary="a request fault's issue has path null instead of a pointer into the request",
-    writer={"error_issue": _input_issue_without_pointer},
-)
-
-
-def _issue_at_node(reference: Reference, writer: Writer, err: IntentParseError, issue: Issue) -> dict[str, Any]:
-    written: dict[str, Any] = reference(writer, err, issue)
-    if err.stage == "config" and issue.code in ("SCHEMA_UNSUPPORTED", "LIMIT_EXCEEDED"):
-        written["path"] = _parent_pointer(issue.path) if issue.path else None
-    return written
-
-
-# D-SCH-008: a construction error points at the schema node holding the keyword, not at the keyword.
-NODE_POINTERS = Alteration(
-    name="construction-error-at-node",
-    decisions=("D-SCH-008",),
-    summary="a construction error points at the schema node, not at its keyword",
-    writer={"error_issue": _issue_at_node},
-)
-
-
-EMPTY_ENUM_ACCEPTED = Alteration(
-    name="empty-enum-accepted",
-    decisions=("D-SCH-012",),
-    summary="enum: [] is accepted (it admits no value)",
-    rules={"keyword_checks": empty_enum_accepted},
-)
-
-
-CANCEL_AT_BRIDGE = Alteration(
-    name="cancel-at-bridge-stage",
-    decisions=("D-BRG-015",),
-    summary="a cancelled job's error has stage bridge, not the stage it was in",
-    writer={"stage": lambda reference, writer, err: "bridge" if err.code in CANCEL_ENDING_CODES else reference(writer, err)},
-)
-
-
-DETAIL_KEPT_VERBATIM = Alteration(
-    name="cancel-detail-verbatim",
-    decisions=("D-CAN-002",),
-    summary="any non-empty cancel detail, blank or not, is kept as the error's issue",
-    rules={"detail_issues": detail_verbatim},
-)
-
-
 VARIANTS = (
-    REWORDED,
-    RESPELLED_CORE_SCHEMA,
-    PAYLOAD_LAYOUT,
-    CONTEXT_ENTRIES,
-    REPAIR_MATERIAL,
-    REQUEST_ORDER_FIELDS,
-    LEAN_SELECTED_SCHEMA,
-    PLAIN_CONTRACT_ISSUES,
-    BARE_NOT_FOUND,
-    PARTIAL_ON_EXTRACTION_ONLY,
-    DETAIL_DROPPED,
-    PARAMETER_FAULTS_AT_INPUT,
-    OTHER_CODES,
+    # D-ERR-006, D-INS-001: other messages and instructions, meaning the same.
+    Alteration(
+        name="reworded",
+        decisions=("D-ERR-006", "D-INS-001"),
+        summary="other error and issue messages, other task instructions",
+        writer={"message": lambda reference, writer, err: f"[{err.code} at stage {err.stage}] the call could not be completed.",
+                # The candidate's own issues keep the model's words (seed 004).
+                "error_issue": _issue_rewritten("message", lambda err, issue: issue.code not in DATA_ISSUE_CODES,
+                                                lambda err, issue: f"Problem {issue.code} here."),
+                "instructions": _reworded_instructions},
+    ),
+    Alteration(
+        name="respelled-core-schema",
+        decisions=("D-COR-001",),
+        summary="an equivalent intent_core schema, spelled differently",
+        writer={"core_schema": lambda reference, writer: _respell_schema(reference(writer))},
+    ),
+    # D-PAY-001, D-PAY-003: other members, another order, another JSON spelling.
+    Alteration(
+        name="payload-layout",
+        decisions=("D-PAY-001", "D-PAY-003"),
+        summary="payload members in another order, written with ASCII escapes and spaces; no structuredLanguage in the core payload",
+        writer={"core_payload": _core_payload_without_language, "payload_text": lambda reference, writer, payload: json.dumps(
+            dict(reversed(list(payload.items()))), ensure_ascii=True)},
+    ),
+    # D-PAY-002: context entries with other member names, in another order.
+    Alteration(
+        name="context-entries",
+        decisions=("D-PAY-002",),
+        summary="payload context entries as {role, text, sourceId}",
+        writer={"context_entry": lambda reference, writer, source: {
+            "role": source.role, "text": source.content, "sourceId": source.source_id}},
+    ),
+    # D-PAY-004: the repair material under other names.
+    Alteration(
+        name="repair-material",
+        decisions=("D-PAY-004",),
+        summary="payload.repair as {round, problems: [{at, why}], yourLastAnswer}",
+        writer={"repair": _repair_material},
+    ),
+    Alteration(
+        name="request-order-fields",
+        decisions=("D-REQ-002",),
+        summary="selectedFields in the order the request lists them",
+        rules={"select_fields": lambda reference, policy, requested, defined: tuple(dict.fromkeys(requested))},
+    ),
+    # D-SCH-006: the selected schema without what it does not need.
+    Alteration(
+        name="lean-selected-schema",
+        decisions=("D-SCH-006",),
+        summary="the selected schema omits an empty required list and the root's title and description",
+        writer={"selected_schema": _lean_selected_schema},
+    ),
+    Alteration(
+        name="plain-contract-issues",
+        decisions=("D-ERR-007",),
+        summary="MODEL_OUTPUT_INVALID carries one issue with path null, not pointers into the candidate",
+        rules={"contract_issues": lambda reference, policy, violations: [
+            Issue("MODEL_OUTPUT_INVALID", "processing", None, "The candidate breaks the contract.")]},
+    ),
+    Alteration(
+        name="bare-not-found",
+        decisions=("D-BRG-003",),
+        summary="BRIDGE_JOB_NOT_FOUND carries no issue",
+        writer={"error_issues": lambda reference, writer, err: [] if err.code == "BRIDGE_JOB_NOT_FOUND" else reference(writer, err)},
+    ),
+    # D-ERR-009: partialResult where seed 004 shows it, and nowhere else.
+    Alteration(
+        name="partial-on-extraction-only",
+        decisions=("D-ERR-009",),
+        summary="partialResult only on DATA_EXTRACTION_FAILED",
+        writer={"partial_result": lambda reference, writer, err: (
+            reference(writer, err) if err.code == "DATA_EXTRACTION_FAILED" else None)},
+    ),
+    Alteration(
+        name="cancel-detail-dropped",
+        decisions=("D-CAN-002",),
+        summary="a cancel's detail is not kept as an issue",
+        rules={"detail_issues": lambda reference, policy, code, detail: []},
+    ),
+    # D-BRG-001: a malformed call is written as an input fault, without issues.
+    Alteration(
+        name="parameter-faults-at-input",
+        decisions=("D-BRG-001",),
+        summary="a malformed call is INPUT_INVALID at stage input, without issues",
+        writer={"stage": lambda reference, writer, err: "input" if _is_parameter_fault(err) else reference(writer, err),
+                "error_issues": lambda reference, writer, err: [] if _is_parameter_fault(err) else reference(writer, err)},
+    ),
+    # D-ERR-001 .. D-ERR-005: three endings under other codes, the error's own issue too.
+    Alteration(
+        name="other-codes",
+        decisions=("D-ERR-001", "D-ERR-002", "D-ERR-003", "D-ERR-005"),
+        summary="CONFIG_INVALID, BRIDGE_INSTANCE_NOT_FOUND and BRIDGE_JOB_EXPIRED under other codes",
+        writer={"code": _renamed_code, "stage": _moved_stage, "error_issue": _issue_rewritten(
+            "code", lambda err, issue: issue.code == err.code and err.code in _RENAMED_CODES,
+            lambda err, issue: _RENAMED_CODES[err.code][0])},
+    ),
     LENIENT_MEMBERS,
     FIELDS_NULL_REFUSED,
     STRICT_CONTEXT,
     SURROGATES_REPLACED,
     NULL_OUTCOME,
     REPAIRS_NOT_CONFIGURABLE,
-    DEFAULT_LANGUAGE_ZH,
-    COMBINATION_LIMIT,
+    Alteration(
+        name="default-language-zh",
+        decisions=("D-CFG-002",),
+        summary="language defaults to zh-CN",
+        policy=policy_changes(default_language="zh-CN"),
+    ),
+    Alteration(
+        name="combination-length-limit",
+        decisions=("D-SCH-005",),
+        summary="an anyOf/oneOf/allOf array outside 1-16 is LIMIT_EXCEEDED, not SCHEMA_UNSUPPORTED",
+        rules={"keyword_checks": combination_length_limited},
+    ),
     NO_REPLAY,
     CANCELLED_TOKEN_CONFLICTS,
-    OTHER_ISSUE_CATEGORIES,
-    COARSE_REQUEST_POINTERS,
-    NODE_POINTERS,
-    EMPTY_ENUM_ACCEPTED,
+    # D-ERR-001: a definition problem filed as category definition; an unknown field too (it is not defined).
+    Alteration(
+        name="other-issue-categories",
+        decisions=("D-ERR-001",),
+        summary="configuration and unknown-field issues filed under category definition",
+        writer={"error_issue": _issue_rewritten(
+            "category", lambda err, issue: (err.stage == "config" and issue.code in _CONFIG_CODES) or issue.code == "UNKNOWN_FIELD",
+            lambda err, issue: "definition")},
+    ),
+    # D-REQ-007: request faults name what is wrong in words only: their issues carry no pointer.
+    Alteration(
+        name="request-faults-without-pointers",
+        decisions=("D-REQ-007",),
+        summary="a request fault's issue has path null instead of a pointer into the request",
+        writer={"error_issue": _issue_rewritten("path", lambda err, issue: err.stage == "input", lambda err, issue: None)},
+    ),
+    # D-SCH-008: a construction error points at the schema node holding the keyword, not at the keyword.
+    Alteration(
+        name="construction-error-at-node",
+        decisions=("D-SCH-008",),
+        summary="a construction error points at the schema node, not at its keyword",
+        writer={"error_issue": _issue_rewritten(
+            "path", lambda err, issue: err.stage == "config" and issue.code in ("SCHEMA_UNSUPPORTED", "LIMIT_EXCEEDED"),
+            lambda err, issue: _parent_pointer(issue.path))},
+    ),
+    Alteration(
+        name="empty-enum-accepted",
+        decisions=("D-SCH-012",),
+        summary="enum: [] is accepted (it admits no value)",
+        rules={"keyword_checks": empty_enum_accepted},
+    ),
     JOB_NOT_FOUND_BY_CAUSE,
     TOKENS_JUDGED_OTHERWISE,
-    CANCEL_AT_BRIDGE,
-    DETAIL_KEPT_VERBATIM,
+    Alteration(
+        name="cancel-at-bridge-stage",
+        decisions=("D-BRG-015",),
+        summary="a cancelled job's error has stage bridge, not the stage it was in",
+        writer={"stage": lambda reference, writer, err: "bridge" if err.code in CANCEL_ENDING_CODES else reference(writer, err)},
+    ),
+    Alteration(
+        name="cancel-detail-verbatim",
+        decisions=("D-CAN-002",),
+        summary="any non-empty cancel detail, blank or not, is kept as the error's issue",
+        rules={"detail_issues": detail_verbatim},
+    ),
     REPEATED_FIELD_REFUSED,
     REPLAY_TTL_BOUNDS_IDLE_JOBS,
 )

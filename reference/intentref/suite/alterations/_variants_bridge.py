@@ -1,13 +1,9 @@
 """Decision variants made inside the Bridge: capacity, reclamation, sessions, the legacy TTLs.
 
-Each variant swaps the functions of ``intentref.bridge_store.JobStore`` that apply the decision
-it varies (``store``: ``alteration.extend``), changes a value of the policy the Bridge is built
-with, or rewrites calls at the boundary (see ``alteration.Alteration``).  An override is called
-with the reference's function first and may defer to it.  State only another reading needs
-(refusals kept for replay, whole-record deadlines, tombstones, cancelled jobs) is kept by the
-override that needs it (``_kept``), never by the reference.  Every alternative is one seed 000
-also allows (``#配置与容量``, ``#工具与 session 方法``, ``#调用错误与任务状态``,
-``#重复提交与冲突``); the comment on each says why.
+Each swaps functions of ``intentref.bridge_store.JobStore`` (``store``), changes a policy value
+or rewrites calls at the boundary.  State only another reading needs is kept by the override
+that needs it (``_kept``), never by the reference.  Every alternative is one seed 000 also
+allows; the comment on each says why.
 """
 
 from __future__ import annotations
@@ -34,7 +30,7 @@ from intentref.core.job import Job
 from intentref.core.policy import Policy
 from intentref.core.wire import CANCEL_ENDING_CODES
 from intentref.suite.alterations._variant_policy import Reference
-from intentref.suite.alterations.alteration import Alteration, Memory, policy_changes
+from intentref.suite.alterations.alteration import Alteration, Memory, error_of, policy_changes
 
 T = TypeVar("T")
 
@@ -60,17 +56,6 @@ def _absent_input_is_blank(op: str, request: Any, memory: Memory) -> Any:
     if op == "prepare" and isinstance(request, dict) and "input" not in request:
         request["input"] = ""
     return request
-
-
-# D-BRG-002 judges a prepare's parse members exactly as Intent.parse does.  The seeds fix only
-# the blank-input error (#回复类型); a Bridge that judges its own PrepareRequest may read an
-# absent input as an empty one and give that error, which names no member.
-ABSENT_INPUT_IS_BLANK = Alteration(
-    name="absent-input-is-blank",
-    decisions=("D-BRG-002",),
-    summary="a prepare without input gets the seed's blank-input error (no issue), not one naming /input",
-    before=_absent_input_is_blank,
-)
 
 
 # --------------------------------------------------------------------------- tokens
@@ -105,18 +90,6 @@ def _uuid_tokens_out(op: str, request: Any, reply: BridgeReply, memory: Memory) 
     return reply
 
 
-# D-BRG-006: 22 URL-safe characters.  The seeds give jobId and stepToken as strings only
-# (#工具与 session 方法); random UUIDs are what many hosts would use.  Tokens a session never
-# issued pass through unchanged, so foreign and invented ones are still unknown.
-UUID_TOKENS = Alteration(
-    name="uuid-tokens",
-    decisions=("D-BRG-006",),
-    summary="jobId and stepToken are random UUIDs (36 characters)",
-    before=_uuid_tokens_in,
-    after=_uuid_tokens_out,
-)
-
-
 # --------------------------------------------------------------------------- configuration
 
 
@@ -127,16 +100,6 @@ def _integral_float_option(reference: Reference, cls: type[JobStore], config: Ma
         config = {**config, name: int(value)}  # 3.0 is the safe integer 3, as to JavaScript
     answer: int = reference(cls, config, name, minimum, policy)
     return answer
-
-
-# D-BRG-014 refuses 3.0.  The seed asks for positive safe integers (#配置与容量); 3.0 is the
-# safe integer 3 to a JavaScript host.
-INTEGRAL_FLOAT_OPTIONS = Alteration(
-    name="integral-float-options",
-    decisions=("D-BRG-014",),
-    summary="an integral float option (maxJobs: 3.0) is the integer 3, not CONFIG_INVALID",
-    store={"read_option": _integral_float_option},
-)
 
 
 def _every_faulty_option(reference: Reference, cls: type[JobStore], config: Mapping[str, Any],
@@ -156,26 +119,6 @@ def _every_faulty_option(reference: Reference, cls: type[JobStore], config: Mapp
         issues = [issue for exc in faults for issue in exc.issues]
         raise error("CONFIG_INVALID", "config", f"{len(faults)} Bridge config options are invalid.", issues)
     return values
-
-
-# D-BRG-014 names the first faulty option.  The seeds fix no issue list for a config error.
-CONFIG_FAULTS_ALL_LISTED = Alteration(
-    name="config-faults-all-listed",
-    decisions=("D-BRG-014",),
-    summary="CONFIG_INVALID lists every faulty capacity or TTL option, one issue each",
-    store={"read_options": _every_faulty_option},
-)
-
-# D-LIM-001: 1,024 jobs, 4,096 records, 64 MiB.  The seed names the options but no defaults
-# (#配置与容量); a smaller host picks smaller ones.
-SMALLER_CAPACITY_DEFAULTS = Alteration(
-    name="smaller-capacity-defaults",
-    decisions=("D-LIM-001",),
-    summary="capacity defaults maxJobs 64, maxReplayEntries 256, maxReplayBytes 8 MiB",
-    policy=policy_changes(
-        default_max_jobs=64, default_max_replay_entries=256, default_max_replay_bytes=8 * 1024 * 1024
-    ),
-)
 
 
 # --------------------------------------------------------------------------- sessions
@@ -199,31 +142,11 @@ def _close_keeping_records(reference: Reference, store: JobStore, session: JobOw
             store.end(record, record.job.cancel(DEFAULT_OUTCOME, None), now)
 
 
-CLOSED_SESSIONS_KEEP_RECORDS = Alteration(
-    name="closed-sessions-keep-records",
-    decisions=("D-BRG-004", "D-BRG-005"),
-    summary="close ends active jobs as cancelled and keeps every record until reclaimed; "
-    "the closed session still answers for them",
-    store={"read_call": _closed_session_answers, "close_session": _close_keeping_records},
-)
-
-
 def _closed_call_unchecked(reference: Reference, store: JobStore, session: JobOwner, read: Callable[[], T]) -> T:
     if session.closed:
         raise not_found_error()  # no parameter check on a closed session
     answer: T = reference(store, session, read)
     return answer
-
-
-# D-BRG-004 checks an accept's or cancel's parameters before answering that a closed session
-# holds no job.  The seeds let parameter checks and a closed connection be answered in any
-# order, or raised (#调用错误与任务状态).
-CLOSED_CALLS_UNCHECKED = Alteration(
-    name="closed-calls-unchecked",
-    decisions=("D-BRG-004",),
-    summary="accept and cancel on a closed session answer BRIDGE_JOB_NOT_FOUND before checking parameters",
-    store={"read_call": _closed_call_unchecked},
-)
 
 
 # --------------------------------------------------------------------------- submissions
@@ -255,14 +178,6 @@ def _refusal_replayed(reference: Reference, store: JobStore, record: JobRecord, 
     return answer
 
 
-REJECTIONS_REPLAYED = Alteration(
-    name="rejections-replayed",
-    decisions=("D-BRG-009",),
-    summary="a refused submission's reply is kept: the same token and text replay it, even after the step was used",
-    store={"refuse": _refusal_kept, "answer": _refusal_replayed},
-)
-
-
 def _estimated_step_size(reference: Reference, store: JobStore, record: JobRecord, candidate_text: str,
                          step_reply: bytes, exact_size: int) -> int:  # fmt: skip
     # An upper estimate: the old record kept whole, the candidate text, and the new task as
@@ -271,28 +186,7 @@ def _estimated_step_size(reference: Reference, store: JobStore, record: JobRecor
             + 2 * len(step_reply))  # fmt: skip
 
 
-# D-BRG-010 checks the exact size on a trial copy.  The seed only says a candidate over the
-# budget is refused with the job and token kept (#配置与容量); how the size is judged is open.
-STEP_BUDGET_ESTIMATED = Alteration(
-    name="step-budget-estimated",
-    decisions=("D-BRG-010",),
-    summary="a step is refused unless an upper estimate of its record fits "
-    "(old record kept whole + candidate + new task twice)",
-    store={"step_size_checked": _estimated_step_size},
-)
-
-
 # --------------------------------------------------------------------------- capacity
-
-
-# D-BRG-011 counts the retained content only.  The seed counts "保留记录的内部序列化内容" in
-# UTF-8 bytes; an implementation's internal serialisation may carry bookkeeping of its own.
-RECORD_OVERHEAD_COUNTED = Alteration(
-    name="record-overhead-counted",
-    decisions=("D-BRG-011",),
-    summary="maxReplayBytes also counts 512 bytes of bookkeeping per record",
-    store={"record_size": lambda reference, store, content_bytes: content_bytes + 512},
-)
 
 
 def _room_checked_first(reference: Reference, store: JobStore, session: JobOwner, start: Callable[[], Job],
@@ -302,49 +196,18 @@ def _room_checked_first(reference: Reference, store: JobStore, session: JobOwner
     return answer
 
 
-# D-BRG-012 judges the request before capacity.  The seed fixes no order between the two.
-CAPACITY_BEFORE_REQUEST = Alteration(
-    name="capacity-before-request",
-    decisions=("D-BRG-012",),
-    summary="maxJobs and maxReplayEntries are checked before the prepare request is judged",
-    store={"open_job": _room_checked_first},
-)
-
-
 def _capacity_refusal_at_input(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
-    err = reply.get("error") if reply.get("kind") == "error" else None
-    if (
-        op == "prepare"
-        and isinstance(err, dict)
-        and err.get("code") == "LIMIT_EXCEEDED"
-        and err.get("stage") == "bridge"
-    ):
+    err = error_of(reply)
+    if op == "prepare" and err is not None and err.get("code") == "LIMIT_EXCEEDED" and err.get("stage") == "bridge":
         err["stage"] = "input"
     return reply
 
-
-# D-BRG-012 refuses a job the Bridge has no room for at stage bridge.  Seed 004 says only that
-# the stage is where the error happened; a Bridge may say the request itself was refused.
-CAPACITY_REFUSAL_AT_INPUT = Alteration(
-    name="capacity-refusal-at-input",
-    decisions=("D-BRG-012",),
-    summary="a prepare refused for capacity is LIMIT_EXCEEDED at stage input",
-    after=_capacity_refusal_at_input,
-)
 
 # D-BRG-013 reclaims oldest-terminated first.  The seed says only that terminal records go
 # first and active jobs never (#配置与容量).
 def _oldest_created_terminal(reference: Reference, store: JobStore) -> str:
     # Records are in creation order; the first terminal one goes (O(records)).
     return next(i for i, r in store.records.items() if not r.active)
-
-
-RECLAIM_OLDEST_CREATED = Alteration(
-    name="reclaim-oldest-created",
-    decisions=("D-BRG-013",),
-    summary="terminal records are reclaimed oldest-created first",
-    store={"next_to_reclaim": _oldest_created_terminal},
-)
 
 
 # --------------------------------------------------------------------------- the legacy TTLs
@@ -359,14 +222,6 @@ def _deadline_renewed(reference: Reference, store: JobStore, record: JobRecord, 
         return answer
     # Every new task renews the job's deadline (an idle timeout) and carries it.
     return iso_timestamp(store.wall_clock() + ttl), now + ttl
-
-
-JOB_TTL_PER_TASK = Alteration(
-    name="job-ttl-per-task",
-    decisions=("D-BRG-016",),
-    summary="jobTtlMs is an idle timeout: every new task renews the deadline and its expiresAt",
-    store={"deadline_after": _deadline_renewed},
-)
 
 
 def _record_deadlines(store: JobStore) -> dict[str, float]:
@@ -392,15 +247,6 @@ def _records_expired(reference: Reference, store: JobStore, now: float) -> None:
         store.drop(job_id)
 
 
-JOB_TTL_DROPS_RECORD = Alteration(
-    name="job-ttl-drops-record",
-    decisions=("D-BRG-016",),
-    summary="jobTtlMs bounds the whole record: at the deadline it is dropped, active or finished, "
-    "and answers BRIDGE_JOB_NOT_FOUND",
-    store={"admit": _admitted_with_record_deadline, "expire_jobs": _records_expired},
-)
-
-
 def _tombstones(store: JobStore) -> dict[str, JobOwner]:
     # Jobs the replay TTL dropped, with the session that owned them.
     return _kept(store, "tombstones", dict)
@@ -418,16 +264,6 @@ def _owner_told_expired(reference: Reference, store: JobStore, session: JobOwner
                      [self_issue("BRIDGE_JOB_EXPIRED", "/jobId", EXPIRED_MESSAGE)])  # fmt: skip
     answer: IntentParseError = reference(store, session, job_id)
     return answer
-
-
-# The seeds name no code for a job dropped by the replay TTL: it is none of the cases seed 000
-# says may answer BRIDGE_JOB_NOT_FOUND (a closed connection, capacity, a restart).
-REPLAY_TTL_TOMBSTONE = Alteration(
-    name="replay-ttl-tombstone",
-    decisions=("D-BRG-016",),
-    summary="a job dropped by replayTtlMs answers its owner BRIDGE_JOB_EXPIRED, not BRIDGE_JOB_NOT_FOUND",
-    store={"replay_expired": _tombstone_left, "missing": _owner_told_expired},
-)
 
 
 # --------------------------------------------------------------------------- tokens and replay
@@ -493,20 +329,129 @@ TOKENS_JUDGED_OTHERWISE = Alteration(
 
 
 VARIANTS: tuple[Alteration, ...] = (
-    ABSENT_INPUT_IS_BLANK,
-    UUID_TOKENS,
-    INTEGRAL_FLOAT_OPTIONS,
-    CONFIG_FAULTS_ALL_LISTED,
-    SMALLER_CAPACITY_DEFAULTS,
-    CLOSED_SESSIONS_KEEP_RECORDS,
-    CLOSED_CALLS_UNCHECKED,
-    REJECTIONS_REPLAYED,
-    STEP_BUDGET_ESTIMATED,
-    RECORD_OVERHEAD_COUNTED,
-    CAPACITY_BEFORE_REQUEST,
-    CAPACITY_REFUSAL_AT_INPUT,
-    RECLAIM_OLDEST_CREATED,
-    JOB_TTL_PER_TASK,
-    JOB_TTL_DROPS_RECORD,
-    REPLAY_TTL_TOMBSTONE,
+    # D-BRG-002 judges a prepare's parse members exactly as Intent.parse does.  The seeds fix only
+    # the blank-input error (#回复类型); a Bridge that judges its own PrepareRequest may read an
+    # absent input as an empty one and give that error, which names no member.
+    Alteration(
+        name="absent-input-is-blank",
+        decisions=("D-BRG-002",),
+        summary="a prepare without input gets the seed's blank-input error (no issue), not one naming /input",
+        before=_absent_input_is_blank,
+    ),
+    # D-BRG-006: 22 URL-safe characters.  The seeds give jobId and stepToken as strings only
+    # (#工具与 session 方法); random UUIDs are what many hosts would use.  Tokens a session never
+    # issued pass through unchanged, so foreign and invented ones are still unknown.
+    Alteration(
+        name="uuid-tokens",
+        decisions=("D-BRG-006",),
+        summary="jobId and stepToken are random UUIDs (36 characters)",
+        before=_uuid_tokens_in,
+        after=_uuid_tokens_out,
+    ),
+    # D-BRG-014 refuses 3.0.  The seed asks for positive safe integers (#配置与容量); 3.0 is the
+    # safe integer 3 to a JavaScript host.
+    Alteration(
+        name="integral-float-options",
+        decisions=("D-BRG-014",),
+        summary="an integral float option (maxJobs: 3.0) is the integer 3, not CONFIG_INVALID",
+        store={"read_option": _integral_float_option},
+    ),
+    # D-BRG-014 names the first faulty option.  The seeds fix no issue list for a config error.
+    Alteration(
+        name="config-faults-all-listed",
+        decisions=("D-BRG-014",),
+        summary="CONFIG_INVALID lists every faulty capacity or TTL option, one issue each",
+        store={"read_options": _every_faulty_option},
+    ),
+    # D-LIM-001: 1,024 jobs, 4,096 records, 64 MiB.  The seed names the options but no defaults
+    # (#配置与容量); a smaller host picks smaller ones.
+    Alteration(
+        name="smaller-capacity-defaults",
+        decisions=("D-LIM-001",),
+        summary="capacity defaults maxJobs 64, maxReplayEntries 256, maxReplayBytes 8 MiB",
+        policy=policy_changes(
+            default_max_jobs=64, default_max_replay_entries=256, default_max_replay_bytes=8 * 1024 * 1024
+        ),
+    ),
+    Alteration(
+        name="closed-sessions-keep-records",
+        decisions=("D-BRG-004", "D-BRG-005"),
+        summary="close ends active jobs as cancelled and keeps every record until reclaimed; "
+        "the closed session still answers for them",
+        store={"read_call": _closed_session_answers, "close_session": _close_keeping_records},
+    ),
+    # D-BRG-004 checks an accept's or cancel's parameters before answering that a closed session
+    # holds no job.  The seeds let parameter checks and a closed connection be answered in any
+    # order, or raised (#调用错误与任务状态).
+    Alteration(
+        name="closed-calls-unchecked",
+        decisions=("D-BRG-004",),
+        summary="accept and cancel on a closed session answer BRIDGE_JOB_NOT_FOUND before checking parameters",
+        store={"read_call": _closed_call_unchecked},
+    ),
+    Alteration(
+        name="rejections-replayed",
+        decisions=("D-BRG-009",),
+        summary="a refused submission's reply is kept: the same token and text replay it, even after the step was used",
+        store={"refuse": _refusal_kept, "answer": _refusal_replayed},
+    ),
+    # D-BRG-010 checks the exact size on a trial copy.  The seed only says a candidate over the
+    # budget is refused with the job and token kept (#配置与容量); how the size is judged is open.
+    Alteration(
+        name="step-budget-estimated",
+        decisions=("D-BRG-010",),
+        summary="a step is refused unless an upper estimate of its record fits "
+        "(old record kept whole + candidate + new task twice)",
+        store={"step_size_checked": _estimated_step_size},
+    ),
+    # D-BRG-011 counts the retained content only.  The seed counts "保留记录的内部序列化内容" in
+    # UTF-8 bytes; an implementation's internal serialisation may carry bookkeeping of its own.
+    Alteration(
+        name="record-overhead-counted",
+        decisions=("D-BRG-011",),
+        summary="maxReplayBytes also counts 512 bytes of bookkeeping per record",
+        store={"record_size": lambda reference, store, content_bytes: content_bytes + 512},
+    ),
+    # D-BRG-012 judges the request before capacity.  The seed fixes no order between the two.
+    Alteration(
+        name="capacity-before-request",
+        decisions=("D-BRG-012",),
+        summary="maxJobs and maxReplayEntries are checked before the prepare request is judged",
+        store={"open_job": _room_checked_first},
+    ),
+    # D-BRG-012 refuses a job the Bridge has no room for at stage bridge.  Seed 004 says only that
+    # the stage is where the error happened; a Bridge may say the request itself was refused.
+    Alteration(
+        name="capacity-refusal-at-input",
+        decisions=("D-BRG-012",),
+        summary="a prepare refused for capacity is LIMIT_EXCEEDED at stage input",
+        after=_capacity_refusal_at_input,
+    ),
+    Alteration(
+        name="reclaim-oldest-created",
+        decisions=("D-BRG-013",),
+        summary="terminal records are reclaimed oldest-created first",
+        store={"next_to_reclaim": _oldest_created_terminal},
+    ),
+    Alteration(
+        name="job-ttl-per-task",
+        decisions=("D-BRG-016",),
+        summary="jobTtlMs is an idle timeout: every new task renews the deadline and its expiresAt",
+        store={"deadline_after": _deadline_renewed},
+    ),
+    Alteration(
+        name="job-ttl-drops-record",
+        decisions=("D-BRG-016",),
+        summary="jobTtlMs bounds the whole record: at the deadline it is dropped, active or finished, "
+        "and answers BRIDGE_JOB_NOT_FOUND",
+        store={"admit": _admitted_with_record_deadline, "expire_jobs": _records_expired},
+    ),
+    # The seeds name no code for a job dropped by the replay TTL: it is none of the cases seed 000
+    # says may answer BRIDGE_JOB_NOT_FOUND (a closed connection, capacity, a restart).
+    Alteration(
+        name="replay-ttl-tombstone",
+        decisions=("D-BRG-016",),
+        summary="a job dropped by replayTtlMs answers its owner BRIDGE_JOB_EXPIRED, not BRIDGE_JOB_NOT_FOUND",
+        store={"replay_expired": _tombstone_left, "missing": _owner_told_expired},
+    ),
 )

@@ -1,12 +1,8 @@
 """Decision variants at the door: requests and instance configurations read another way.
 
-Each variant takes a reference decision another way that the seeds also allow (``alteration``)
-and is applied at the boundary: a request rewritten before the reference sees it, or answered
-in its place (the job ids judged at the door), and an instance member taken away before it
-is built (D-CNF-040 says why these stay at the boundary).  Each such hook reads the input as
-the variant's implementation would and hands the reference what that reading means; every
-one is deterministic.  The catalogue lists them among the boundary variants
-(``_variants_boundary.VARIANTS``), in the order it always had.
+A request is rewritten before the reference sees it, or answered in its place, and an
+instance member taken away before it is built (D-CNF-040 says why these stay at the
+boundary); every hook is deterministic.  ``_variants_boundary.VARIANTS`` lists them.
 """
 
 from __future__ import annotations
@@ -15,17 +11,16 @@ import time
 from typing import Any
 
 from intentref.bridge import BridgeReply
-from intentref.suite.alterations.alteration import Alteration, Memory
+from intentref.core.limits import well_formed
+from intentref.suite.alterations.alteration import Alteration, Memory, error_of
 from intentref.suite.cases.capabilities import REPAIR_ATTEMPTS
+from intentref.suite.cases.values import map_strings
 
 
-def _error(reply: BridgeReply) -> dict[str, Any] | None:
-    err = reply.get("error") if reply.get("kind") == "error" else None
-    return err if isinstance(err, dict) else None
-
-
-def _new_error_reply(code: str, stage: str, message: str, issues: list[dict[str, Any]]) -> BridgeReply:
-    return {"kind": "error", "error": {"code": code, "stage": stage, "message": message, "issues": issues}}
+def _refusal(code: str, stage: str, path: str, message: str) -> BridgeReply:
+    """An error reply with one issue of category input, under the error's own code."""
+    issue = {"code": code, "category": "input", "path": path, "message": message}
+    return {"kind": "error", "error": {"code": code, "stage": stage, "message": message, "issues": [issue]}}
 
 
 # --------------------------------------------------------------------------- requests
@@ -52,9 +47,7 @@ LENIENT_MEMBERS = Alteration(
 
 def _fields_null_refused(op: str, request: Any, memory: Memory) -> Any:
     if op == "prepare" and isinstance(request, dict) and "fields" in request and request["fields"] is None:
-        message = "fields must be an array of field names."
-        return _new_error_reply("INPUT_INVALID", "input", message, [
-            {"code": "INPUT_INVALID", "category": "input", "path": "/fields", "message": message}])
+        return _refusal("INPUT_INVALID", "input", "/fields", "fields must be an array of field names.")
     return request
 
 
@@ -70,23 +63,16 @@ def _strict_context(op: str, request: Any, memory: Memory) -> Any:
     if op != "prepare" or not isinstance(request, dict) or "context" not in request:
         return request
     context = request["context"]
-
-    def refuse(path: str) -> BridgeReply:
-        message = "context must hold non-blank text."
-        return _new_error_reply("INPUT_INVALID", "input", message,
-                            [{"code": "INPUT_INVALID", "category": "input", "path": path, "message": message}])  # fmt: skip
-
-    if context is None:
-        return refuse("/context")
-    if isinstance(context, str) and not context.strip():
-        return refuse("/context")
+    refused = "context must hold non-blank text."
+    if context is None or (isinstance(context, str) and not context.strip()):
+        return _refusal("INPUT_INVALID", "input", "/context", refused)
     if isinstance(context, list):
         kept = []
         for index, message in enumerate(context):
             if isinstance(message, dict):
                 content = message.get("content")
                 if isinstance(content, str) and not content.strip():
-                    return refuse(f"/context/{index}/content")
+                    return _refusal("INPUT_INVALID", "input", f"/context/{index}/content", refused)
                 message = {k: v for k, v in message.items() if k in ("role", "content")}
             kept.append(message)
         request["context"] = kept
@@ -101,21 +87,11 @@ STRICT_CONTEXT = Alteration(
 )
 
 
-def _replace_surrogates(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    if isinstance(value, list):
-        return [_replace_surrogates(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _replace_surrogates(v) for k, v in value.items()}
-    return value
-
-
 def _surrogates_replaced(op: str, request: Any, memory: Memory) -> Any:
     if op == "prepare" and isinstance(request, dict):
         for member in ("input", "context"):
             if member in request:
-                request[member] = _replace_surrogates(request[member])
+                request[member] = map_strings(request[member], well_formed)
     return request
 
 
@@ -166,14 +142,12 @@ def _issued_jobs(memory: Memory) -> dict[Any, Any]:
 def _record_issued(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
     if op == "prepare" and reply.get("kind") == "task":
         _issued_jobs(memory)[reply.get("jobId")] = memory["session"]
-    err = _error(reply)
+    err = error_of(reply)
     if err is None or err.get("code") != "BRIDGE_JOB_NOT_FOUND" or not isinstance(request, dict):
         return reply
     owner = _issued_jobs(memory).get(request.get("jobId"))
     if owner is not None and owner is not memory["session"]:  # another connection's (or a closed one's)
-        message = "This job belongs to another connection."
-        return _new_error_reply("INPUT_INVALID", "bridge", message,
-                            [{"code": "INPUT_INVALID", "category": "input", "path": "/jobId", "message": message}])  # fmt: skip
+        return _refusal("INPUT_INVALID", "bridge", "/jobId", "This job belongs to another connection.")
     if op == "accept":  # one's own job, no longer held: seed 000 fixes only cancel's answer
         err["message"] = "This job is no longer held."
     return reply
@@ -182,9 +156,7 @@ def _record_issued(op: str, request: Any, reply: BridgeReply, memory: Memory) ->
 def _never_issued_is_invalid(op: str, request: Any, memory: Memory) -> Any:
     if op in ("accept", "cancel") and isinstance(request, dict) and isinstance(request.get("jobId"), str) \
             and request["jobId"] not in _issued_jobs(memory):
-        message = "jobId was never issued by this Bridge."
-        return _new_error_reply("INPUT_INVALID", "bridge", message,
-                            [{"code": "INPUT_INVALID", "category": "input", "path": "/jobId", "message": message}])  # fmt: skip
+        return _refusal("INPUT_INVALID", "bridge", "/jobId", "jobId was never issued by this Bridge.")
     return request
 
 
@@ -197,15 +169,12 @@ JOB_NOT_FOUND_BY_CAUSE = Alteration(
 )
 
 
-# D-BRG-015: a cancelled job's error is written at stage bridge, where the cancel came from.
 def _repeated_field_refused(op: str, request: Any, memory: Memory) -> Any:
     if op == "prepare" and isinstance(request, dict) and isinstance(request.get("fields"), list):
         fields = request["fields"]
         for index, name in enumerate(fields):
             if name in fields[:index]:
-                message = "fields names a field twice."
-                return _new_error_reply("INPUT_INVALID", "input", message, [
-                    {"code": "INPUT_INVALID", "category": "input", "path": f"/fields/{index}", "message": message}])
+                return _refusal("INPUT_INVALID", "input", f"/fields/{index}", "fields names a field twice.")
     return request
 
 
@@ -224,15 +193,13 @@ def _replay_ttl_bounds_idle_jobs(op: str, request: Any, memory: Memory) -> Any:
     job = request.get("jobId") if isinstance(request, dict) else None
     now = time.monotonic() * 1000
     if ttl > 0 and op in ("accept", "cancel") and job in touched and now - touched[job] >= ttl:
-        message = "No job with this jobId is held."
-        return _new_error_reply("BRIDGE_JOB_NOT_FOUND", "bridge", message,
-                            [{"code": "BRIDGE_JOB_NOT_FOUND", "category": "input", "path": "/jobId", "message": message}])  # fmt: skip
+        return _refusal("BRIDGE_JOB_NOT_FOUND", "bridge", "/jobId", "No job with this jobId is held.")
     return request
 
 
 def _touch(op: str, request: Any, reply: BridgeReply, memory: Memory) -> BridgeReply:
     job = reply.get("jobId") if reply.get("kind") == "task" else None
-    if job is None and isinstance(request, dict) and op in ("accept", "cancel") and _error(reply) is None:
+    if job is None and isinstance(request, dict) and op in ("accept", "cancel") and error_of(reply) is None:
         job = request.get("jobId")
     if isinstance(job, str):
         memory.setdefault("touched", {})[job] = time.monotonic() * 1000

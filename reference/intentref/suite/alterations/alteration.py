@@ -1,31 +1,17 @@
 """The reference with something changed: one record, one proxy, one target for every alteration.
 
-The suite proves two things about itself with altered references:
+A *decision variant* (``variants``) takes a decision the seeds leave open another way they
+also allow: every normative case must still pass, every reference case must fail under a
+variant of a decision it cites (D-CNF-040).  A *fault* (``faulty``) breaks one rule on
+purpose: some case must fail, a normative one when the rule is the seeds' own (D-CNF-033).
 
-* *decision variants* (``variants``): a decision the seeds leave open taken another way the
-  seeds also allow.  Every normative case must still pass; every reference case must fail
-  under a variant of a decision it cites (D-CNF-040).
-* *faults* (``faulty``): one rule broken on purpose.  Some case must fail, and a normative
-  one when the rule is the seeds' own (D-CNF-033).
-
-Both are an ``Alteration``: a name, what it touches (the decision IDs it varies, or the rule
-it breaks and the seed text that rule restates), and what it substitutes.  Inside the
-reference it substitutes functions: the core's rules are the methods of
-``intentref.core.policy.Policy`` (``rules``), the Bridge's decisions the methods of
-``intentref.bridge_store.JobStore`` (``store``), the writing of replies the methods of
-``intentref.core.writer.Writer`` (``writer``), and ``extend`` swaps some of them as
-``jsonschema.validators.extend`` swaps keyword functions.  An override is called with the
-function it replaces first, so it defers to it for what it leaves alone, and the overrides of
-several alterations stack, the earlier outermost.  The numbers a policy holds (limits,
-defaults) are values (``policy``).  Outside the reference there are the boundary hooks:
-an instance configuration before it is built (``config``), a request before the reference
-sees it or an answer in its place (``before``), a reply after (``after``).  That is how
-requests are read another way, and how most rules are broken: a fault is a broken
-implementation seen from outside.
-
-``AlteredTarget`` runs any set of alterations as an in-process target; it declares what it
-does not take (``lacks``) so that cases needing it are reported unsupported, never failed.
-``catalogue.alterations()`` lists every alteration of both kinds, by name.
+Both are an ``Alteration``.  Inside the reference it swaps methods of ``Policy`` (the core's
+rules), ``JobStore`` (the Bridge's decisions) and ``Writer`` (the writing of replies) with
+``extend``, as ``jsonschema.validators.extend`` swaps keyword functions; outside it, boundary
+hooks rewrite configurations, requests and replies, which is how most faults are made: a
+broken implementation seen from outside.  ``AlteredTarget`` runs any set of alterations in
+process and declares what it does not take (``lacks``), so cases needing it are unsupported,
+never failed.
 """
 
 from __future__ import annotations
@@ -63,29 +49,21 @@ T = TypeVar("T")
 class Alteration:
     """The reference with one thing changed (see the module's docstring).
 
-    ``decisions``: for a decision variant, the IDs it takes another way.  ``breaks``: for a
-    fault, the rule broken with the requirement it comes from; ``seed_rule`` the seed text
-    that rule restates (None when it departs only from a decision or a MAY, so only
-    reference cases can catch it), and ``catch_with`` what a case must do to catch it.
+    ``decisions``: the IDs a decision variant takes another way.  ``breaks``: the rule a fault
+    breaks, with the requirement it comes from; ``seed_rule`` the seed text that rule restates
+    (None when it departs only from a decision or a MAY, so only reference cases can catch
+    it); ``catch_with`` what a case must do to catch it.
 
-    The hooks default to "change nothing":
-
-    * ``config(name, config) -> config`` rewrites an instance configuration (a copy);
-    * ``before(op, request, memory) -> request | BridgeReply`` rewrites a request, or answers
-      it (a dict with ``kind``) without asking the reference;
-    * ``after(op, request, reply, memory) -> reply`` rewrites a reply (``op`` is ``prepare``,
-      ``accept``, ``cancel``, or ``config`` for a configuration error wrapped as a reply);
-      ``request`` is the caller's own.
-
-    ``policy`` changes values of the ``VariantPolicy`` the altered reference is built with (a
-    limit, a default); ``rules``, ``store`` and ``writer`` map a
-    method name of ``Policy`` / ``JobStore`` / ``Writer`` to its override (``extend``): the
-    altered reference judges, keeps its jobs and writes its replies with them.
-
-    ``lacks`` maps a capability a case may need (``capabilities.REPAIR_ATTEMPTS``) to the
-    reason the alteration does not offer it.  ``envelope_only``: the change is in the MCP
-    envelope, which only the MCP model shows (``mcp_model.McpModelTarget``).
-    ``needs_bridge_options``: only a Bridge with small capacity options reaches it (D-CNF-032).
+    The hooks default to "change nothing": ``config(name, config)`` rewrites an instance
+    configuration (a copy); ``before(op, request, memory)`` rewrites a request or answers it
+    (a dict with ``kind``); ``after(op, request, reply, memory)`` rewrites a reply (``op`` is
+    ``prepare``, ``accept``, ``cancel``, or ``config`` for a configuration error; ``request``
+    is the caller's own).  ``policy`` changes values of the ``VariantPolicy``; ``rules``,
+    ``store`` and ``writer`` map a method of ``Policy`` / ``JobStore`` / ``Writer`` to its
+    override (``extend``).  ``lacks`` maps a capability a case may need to the reason it is
+    not offered; ``envelope_only``: the change is in the MCP envelope, which only the MCP model
+    shows; ``needs_bridge_options``: only a Bridge with small capacity options reaches it
+    (D-CNF-032).
     """
 
     name: str
@@ -105,9 +83,11 @@ class Alteration:
     envelope_only: bool = False
     needs_bridge_options: bool = False
 
-    @property
-    def is_fault(self) -> bool:
-        return bool(self.breaks)
+
+def error_of(reply: Any) -> dict[str, Any] | None:
+    """The error of an error reply (a dict), else None."""
+    err = reply.get("error") if isinstance(reply, dict) and reply.get("kind") == "error" else None
+    return err if isinstance(err, dict) else None
 
 
 def extend(base: type[T], overrides: Mapping[str, Override]) -> type[T]:

@@ -1,19 +1,10 @@
 """Decision variants: the reference run with alternative decisions, to prove the cases' levels.
 
-A case marked ``normative`` must pass on every implementation that follows the seeds,
-whatever it decided where they are silent; a ``reference`` case rests on the decisions it
-cites.  A claim like that is only worth something if it is tested, so each variant here is
-the reference with one or more of its decisions (``spec/decisions*.md``) taken another way
-that the seeds also allow.  ``intentref levels`` and ``tests/conformance/test_levels.py``
-then require (D-CNF-040):
-
-* every normative case passes against every variant, and against all of them combined;
-* every reference case fails under at least one variant of a decision it cites.
-
-Each variant is an ``Alteration`` (``alteration``: one record for variants and faults, one
-proxy, one target) that lists the decisions it takes another way; it changes the policy the
-reference is built with, or its boundary (wording, payload layout, issue lists, codes).  A
-variant is an in-process target (``variant:NAME``, or ``variant:all`` for the combined one).
+Each variant is an ``Alteration`` that takes one or more decisions (``spec/decisions*.md``)
+another way the seeds also allow.  ``intentref levels`` and ``tests/conformance/test_levels.py``
+require (D-CNF-040) every normative case to pass against every variant and all of them
+combined, and every reference case to fail under a variant of a decision it cites.  A variant
+is an in-process target (``variant:NAME``, or ``variant:all`` for the combined one).
 """
 
 from __future__ import annotations

@@ -1,28 +1,15 @@
 """What a case needs from a target beyond the seeds, and whether the target has it (D-CNF-030).
 
-``unsupported_reason`` is the one place the runner decides that a target cannot run a case
-(the MCP envelope, Bridge options, the case's sessions or setup, a capability); what a target
-refuses only while a case runs (a value its transport cannot carry) it raises as
-``TargetUnsupported``, and the case is unsupported all the same.
-
-The seeds fix the Bridge, not how an implementation is configured.  Two things the fixtures
-use rest on choices an implementation may make differently:
-
-* an instance's ``repairAttempts`` (D-CFG-001, D-LIM-005): the seeds name the count ("默认
-  每阶段最多一次") but not where it is set, so an implementation may not take the member;
-* Bridge options (maxJobs, …): a faithful CLI takes instances only (seed 000 #MCP 服务), so
-  a target may have no way to pass them.  Targets already say so through ``unsupported``.
-
-A case needing something the target lacks is reported ``unsupported: needs …``, never
-``failed``: the implementation was not asked the question the case asks.  So is a case that
-opens two connections, or closes one, on a target whose connections are all one Bridge
-session (``Target.shared_session``: HTTP in the 2026-07-28 era, or a server that issued no
-session id, D-CNF-004, D-CNF-063).
-
-A target *declares* what it takes with a ``capabilities`` attribute (a collection of the
-names below); a declaration is believed.  A target without one is *probed* once: an
-instance configured with ``repairAttempts: 0`` must end a job at the first broken
-candidate, one with ``repairAttempts: 2`` must offer two repairs first.
+``unsupported_reason`` is the one place the runner decides that a target cannot run a case;
+what a target refuses only while a case runs (a value its transport cannot carry) it raises as
+``TargetUnsupported``.  Either way the case is ``unsupported: needs …``, never ``failed``: the
+implementation was not asked the question the case asks.  The needs are the MCP envelope,
+Bridge options (a faithful CLI takes instances only, seed 000 #MCP 服务), two connections or
+a close where every connection is one session (``Target.shared_session``, D-CNF-004,
+D-CNF-063), and an instance's ``repairAttempts`` (D-CFG-001, D-LIM-005: the seeds name the
+count, not where it is set).  A target *declares* what it takes (``capabilities``), which is
+believed; a target that declares nothing is *probed* once: ``repairAttempts: 0`` must end a
+job at the first broken candidate, ``repairAttempts: 2`` must offer two repairs first.
 """
 
 from __future__ import annotations

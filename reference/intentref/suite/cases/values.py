@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from intentref.core import jsonpointer
+from intentref.core.limits import well_formed
 
 
 class FixtureError(ValueError):
@@ -57,6 +58,22 @@ class _Unresolved(Exception):
 def stringify(value: Any) -> str:
     """JSON.stringify(value): compact separators, non-ASCII characters written as themselves."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def map_strings(value: Any, change: Callable[[str], Any], keys: bool = False) -> Any:
+    """JSON ``value`` with ``change`` applied to every string in it (and every member name, with ``keys``)."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, dict):
+        return {change(k) if keys else k: map_strings(v, change, keys) for k, v in value.items()}
+    if isinstance(value, list):
+        return [map_strings(v, change, keys) for v in value]
+    return value
+
+
+def well_formed_json(value: Any) -> Any:
+    """``value`` with lone surrogates as U+FFFD, keys included: what any UTF-8 transport delivers (D-MCP-008)."""
+    return map_strings(value, well_formed, keys=True)
 
 
 def _gen_reply(spec: dict[str, Any], history: History) -> Any:
@@ -130,14 +147,10 @@ def generate(value: Any, history: History) -> Any:
 class Mismatch:
     """One way a reply differs from what its case expects, as data, from the matcher to the report.
 
-    ``path``: the JSON Pointer of the place in the compared value (``/`` for the value
-    itself), or None when the mismatch concerns the step as a whole (another kind of reply,
-    a reference to an earlier reply that is not there).  ``expected`` and ``actual``: the
-    two sides as the report shows them, when the difference is one of values.  ``reason``:
-    what is wrong in words, when that is not simply "expected …, got …" (``missing``,
-    ``matched none of 2 alternatives: …``); a mismatch may have both, e.g. a missing member
-    expected a member and got nothing.  ``where``: the step (``step 3 (accept)``, ``step 3
-    envelope``, ``step 3``) or ``setup``, set by whoever runs the step (``at``).
+    ``path`` is a JSON Pointer into the compared value (``/`` for the value itself), or None
+    when the mismatch concerns the step as a whole; ``expected`` / ``actual`` are the two sides
+    as the report shows them, ``reason`` what is wrong in words when that is not simply
+    "expected …, got …" (a mismatch may have both), ``where`` the step or ``setup`` (``at``).
     """
 
     path: str | None

@@ -1,15 +1,10 @@
 """How many CPUs this process may use: its affinity, and the CPU limit of its cgroups.
 
-``os.sched_getaffinity`` honours ``taskset`` and a container's cpuset, but not a CPU *quota*
-(``docker run --cpus 2``, a Kubernetes CPU limit), which leaves every CPU of the host in the
-affinity mask and lets the kernel throttle the process to its share.  A runner that started a
-worker per host CPU there would start 64 workers in a 2-CPU pod.  So the default ``--jobs``
-of every command is the smaller of the two (D-CNF-054): the affinity, and the quota over its
-period rounded up, the tightest of the process's own cgroup and its ancestors', in cgroup v2
-(``cpu.max``) or v1 (``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``).
-
-Everything is read from ``/proc/self`` (``mountinfo`` finds where each hierarchy is mounted
-and which part of it the mount shows, as a container's cgroup namespace does); a file that
+``os.sched_getaffinity`` honours ``taskset`` and a cpuset but not a CPU *quota* (``docker run
+--cpus 2``), so a worker per affine CPU could mean 64 workers in a 2-CPU pod.  The default
+``--jobs`` is the smaller of the two (D-CNF-054): the affinity, and the tightest quota over
+its period (rounded up) of the process's cgroup and its ancestors', in cgroup v2 (``cpu.max``)
+or v1 (``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``), read from ``/proc/self``.  A file that
 cannot be read or parsed means no limit, never an error.
 """
 

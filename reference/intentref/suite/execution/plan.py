@@ -1,26 +1,18 @@
 """Which run each case goes to: the plan the runner executes (D-CNF-050).
 
-A case runs either on a *long-lived run* -- one configuration kept open from case to case,
-each case cancelling whatever it left active before the next begins (D-CNF-002) -- or on a
-*run of its own*, opened for it and closed after it.  A case needs a run of its own when its
-expected answer depends on the Bridge being new: it sets Bridge options (capacity counts from
-zero, TTLs), or its configuration is expected to be refused at construction.
+A case runs either on a *long-lived run*, one configuration kept open from case to case
+(each case cancelling whatever it left active, D-CNF-002), or on a *run of its own*, which it
+needs when its expected answer depends on a new Bridge: it sets Bridge options (capacity
+counts from zero, TTLs), or its configuration is expected to be refused at construction.
 
-There are at most two long-lived configurations:
-
-* ``SUITE``: exactly the suite's instances (``conformance/instances.json``), for the cases
-  that name no instances of their own;
-* ``POOLED``, on targets whose runs cost a process start (``Target.long_lived_runs``): the
-  suite's instances *and* the own instances of every case that needs nothing else of a new
-  Bridge, each of those under a name of its own (``NAME@CASE-ID``), the case rewritten to
-  prepare on that name.  The cases of ``SUITE`` run here too, except those whose answer may
-  name the configured instances (a prepare on an instance that is not configured: the
-  reference's message lists them, D-ERR-003), which keep ``SUITE``.
-
-``--isolate`` plans none of this: every case gets a run of its own, as a fresh Bridge.
-
-What may live here: the classification, the renaming and the units of work; nothing that
-opens a run.
+There are at most two long-lived configurations: ``SUITE``, exactly the suite's instances
+(``conformance/instances.json``), for the cases that name no instances of their own; and
+``POOLED``, on targets whose runs cost a process start (``Target.long_lived_runs``): the suite's
+instances *and* the own instances of every case that needs nothing else of a new Bridge, each
+under a name of its own (``NAME@CASE-ID``) the case is rewritten to prepare on.  The cases of
+``SUITE`` run there too, except those whose answer may name the configured instances (a
+prepare on an unconfigured instance lists them, D-ERR-003).  ``--isolate`` gives every case a
+run of its own.  Nothing here opens a run.
 """
 
 from __future__ import annotations

@@ -1,17 +1,12 @@
 """Worker processes: the one place the suite starts them (D-CNF-054).
 
 The suite's own work is Python, and Python threads share one interpreter lock, so work that
-should use several CPUs goes to worker *processes*.  ``Workers`` starts them, each with its
-end of a pipe to this process, reports what they send and when one dies, and stops whatever
-is still running when the work is done.  ``map_in_workers`` runs a function over a list on
-them, each worker taking the next item when it is free; ``workers.run_works`` (conformance,
-matrix, levels) hands out the runner's units over the same pipes.  The reference zygote is
-not a pool: it forks servers for stdio targets (``intentref.suite.targets.zygote``).
-
-Workers are forked: they inherit the imported modules and whatever the caller prepared, for
-free.  A fork beside other threads may inherit a lock one of them held, so a process that
-runs threads starts them afresh (spawned) instead; then ``main``, its arguments, and what
-they send must pickle.
+should use several CPUs goes to worker *processes*.  ``Workers`` starts them, each with its end
+of a pipe to this process; ``map_in_workers`` runs a function over a list on them, and
+``workers.run_works`` hands out the runner's units over the same pipes.  Workers are forked,
+inheriting the imported modules for free; a process that runs threads spawns them instead (a
+fork may inherit a lock another thread held), so then ``main``, its arguments, and what they
+send must pickle.
 """
 
 from __future__ import annotations

@@ -1,24 +1,16 @@
 """Executing a plan of cases against a target, in this process (``workers`` spreads it over several).
 
 ``plan.make_plan`` says where each case runs: on a long-lived run (``SUITE`` or ``POOLED``),
-or on a run of its own.  An ``Executor`` holds a target's long-lived runs open from case to
-case.  When a case is over its sessions are released: a run that keeps their connections
-cancels every job the case left active first (a run that does not closes them, and the Bridge
-ends their jobs), so the next case starts with nothing of this one's still held (D-CNF-002).
-After each case the executor asks the run whether anything was left behind
-(``Run.left_behind``); a long-lived run that broke (a crash, a hang, a job it would not end)
-is closed and a new one opened for the next case, so a failure costs the case it happened in
-and no other.
+which an ``Executor`` holds open from case to case, or on a run of its own.  When a case is
+over its sessions are released and every job it left active is ended, so the next case starts
+with nothing of this one's still held (D-CNF-002); a long-lived run that broke
+(``Run.left_behind``: a crash, a hang, a job it would not end) is replaced, so a failure costs
+the case it happened in and no other.
 
 A configuration case (``setup.expect``) is judged by what the target lets one observe
-(D-CNF-051): an error it carries is matched as written; a server that exits before it
-answers has refused the configuration, whatever its status and stderr; a server that starts
-anyway must answer a prepare on each such instance with an error of the expected code (or not
-serve it at all).
-
-``execute`` runs a selection here: the long-lived units on the calling thread, the runs of
-their own on ``OWN_RUNS_AT_ONCE`` threads beside it (their time is a server starting or a
-TTL running out).  Outcomes are returned in case order.
+(D-CNF-051): an error it carries is matched as written; a server that exits before it answers
+has refused the configuration; a server that starts anyway must answer a prepare on each such
+instance with an error of the expected code (or not serve it at all).
 """
 
 from __future__ import annotations
@@ -64,18 +56,14 @@ PROBE_INPUT: Final = "intentref conformance: instance check"
 
 OnOutcome = Callable[[Case, CaseOutcome], None]
 
-
-
 # --------------------------------------------------------------------------- the executor
 
 
 class Executor:
     """A target's cases, one at a time or from several threads, its long-lived runs kept open.
 
-    ``plan`` (or the pytest plugin's one-case-at-a-time ``run``) decides where each case runs;
-    ``run_unit`` and ``run`` execute.  Each long-lived run belongs to one *lane* and is used
-    by one thread at a time: ``execute`` and the workers give every long-lived unit of lane
-    ``n`` to the same thread; a target with ``long_lived_lanes`` > 1 gets that many lanes.
+    Each long-lived run belongs to one *lane* (a target has ``long_lived_lanes`` of them) and is
+    used by one thread at a time: every long-lived unit of lane ``n`` goes to the same thread.
     """
 
     def __init__(self, target: Target, instances: dict[str, Any] | None = None, *, isolate: bool = False,
@@ -437,7 +425,7 @@ def run_units(executor: Executor, units: Sequence[Unit], report: Callable[[int, 
               stop: threading.Event | None = None) -> None:  # fmt: skip
     """The long-lived units on this thread (and its lanes' threads), the runs of their own beside them."""
     stop = stop or threading.Event()
-    own: queue.SimpleQueue[Unit | None] = queue.SimpleQueue()
+    own: queue.SimpleQueue[Unit] = queue.SimpleQueue()
     long_lived: queue.SimpleQueue[Unit] = queue.SimpleQueue()
     for unit in units:
         (long_lived if unit.config is not None else own).put(unit)
@@ -448,8 +436,6 @@ def run_units(executor: Executor, units: Sequence[Unit], report: Callable[[int, 
             try:
                 unit = own.get_nowait()
             except queue.Empty:
-                return
-            if unit is None:
                 return
             try:
                 executor.run_unit(unit, report)

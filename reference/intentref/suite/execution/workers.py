@@ -1,29 +1,18 @@
 """The runner's work spread over worker processes, each with an interpreter of its own (D-CNF-054).
 
-The runner's own work -- MCP clients, matching replies, the in-process targets themselves --
-is Python, and Python threads share one interpreter lock; so cases go to worker
-*processes*, as pytest-xdist and Bowtie do.  The parent plans every target's cases
-(``plan.make_plan``), cuts them into units, starts ``jobs`` workers (``pool.Workers``: forked,
-they inherit the plans and the imported modules), hands the units out one at a time and reads
-the results as they come, so one report is written in case order.  Threads stay only for
-waiting on IO: inside a worker, the runs of their own wait for their servers on
-``OWN_RUNS_AT_ONCE`` threads beside the long-lived one.
-
-Each worker builds each target from its spec (``registry.TargetSpec``) once, when it first
-takes a unit of it, keeps its long-lived runs open while it works, and closes them at the end.
-A worker that dies takes only the cases it was running with it: they are ``errored``.
+The parent plans every target's cases (``plan.make_plan``), cuts them into units, starts
+``jobs`` workers (``pool.Workers``: forked, they inherit the plans and the imported modules),
+hands the units out one at a time and reads the results as they come, so one report is
+written in case order.  Threads stay only for waiting on IO: inside a worker, the runs of their
+own wait for their servers on ``OWN_RUNS_AT_ONCE`` threads beside the long-lived one.  Each
+worker builds a target from its spec (``registry.TargetSpec``) when it first takes a unit of
+it; a worker that dies takes only the cases it was running with it: they are ``errored``.
 
 A target's own time (``Work.seconds``) is the time a worker spent with at least one of its
-units running, summed over the workers: ``Busy`` counts the seconds in which several of its
-units ran side by side on a worker's threads once, as ``jobs=1`` does by timing the target's
-whole run.  Summed unit by unit instead, one second of a worker counted up to
-``OWN_RUNS_AT_ONCE + 1`` times: the bundled reference alone, in a 6.4 s run on two workers,
-was given 33 s.  The seconds in which other targets' units ran beside its own are still its
-own in full, so no target's time is shared out to hide it.
-
-``jobs`` defaults to the CPUs this process may use (``os.sched_getaffinity``, which honours
-``taskset`` and a container's cpuset, within its cgroups' CPU quota: ``intentref.suite.execution.cpus``).
-``jobs=1`` runs everything here, with no worker at all.
+units running, summed over the workers (``Busy``), as ``jobs=1`` does by timing the target's
+whole run: summed unit by unit instead, one second of a worker would count up to
+``OWN_RUNS_AT_ONCE + 1`` times.  ``jobs`` defaults to the CPUs this process may use
+(``intentref.suite.execution.cpus``); ``jobs=1`` runs everything here, with no worker at all.
 """
 
 from __future__ import annotations
@@ -85,9 +74,8 @@ class Work:
 class Busy:
     """The seconds in which at least one unit of a target runs, per target (its own time in one worker).
 
-    ``begin`` when one of its units starts, ``end`` when it is over: ``end`` returns the seconds
-    of the busy stretch that this unit, the last one of the target still running, closes (0.0
-    while others of its units run on).  ``running`` is the time so far of a stretch still open.
+    ``end`` returns the seconds of the busy stretch that the target's last running unit closes
+    (0.0 while others of its units run on); ``running`` is the time so far of a stretch still open.
     """
 
     def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
@@ -113,10 +101,6 @@ class Busy:
         with self._lock:
             found = self._open.get(key)
             return 0.0 if found is None else self._clock() - found[1]
-
-
-class Stopped(Exception):
-    """The run was stopped (a target that cannot start, a time limit)."""
 
 
 def plan_work(works: Sequence[Work]) -> None:
@@ -246,12 +230,10 @@ class _Pool:
     def _next_unit(self, long_lived: bool, slot: int = 0) -> int | None:
         """The unit a worker thread takes next: fair shares of worker time (D-CNF-054).
 
-        Of the targets with a unit of the asked sort still waiting, the one that has had the
-        least worker time so far (its own time, plus its busy stretches still open, counted to
-        now) goes next; so a slow implementation never holds back a fast one, and no single one
-        sets the run's length.  A long-lived thread takes runs of their own when no long-lived
-        unit waits; the thread of slot ``n`` > 0 takes runs of their own first, then long-lived
-        units of a target with more than ``n`` lanes (``Target.long_lived_lanes``), on its lane ``n``.
+        The target that has had the least worker time so far (open busy stretches counted to
+        now) goes next, so a slow implementation never holds back a fast one.  A long-lived
+        thread takes runs of their own when no long-lived unit waits; the thread of slot ``n`` > 0
+        takes runs of their own first, then long-lived units of a target with more than ``n`` lanes.
         """
         used = {key: work.seconds + sum(busy.running(key) for busy in self.busy.values())
                 for key, work in self.works.items()}  # fmt: skip

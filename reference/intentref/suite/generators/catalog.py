@@ -50,14 +50,9 @@ def catalog_instances(target: Any = None) -> dict[str, Any]:
 
     A target whose server is configured already (HTTP) serves instances.json alone.
     """
-    if target is not None and not takes_instances(target):
+    if target is not None and target.configured_elsewhere:
         return load_instances()
     return _catalog()
-
-
-def takes_instances(target: Target) -> bool:
-    """False for a server configured before the run (HTTP): it serves instances.json only."""
-    return not target.configured_elsewhere
 
 
 def separate_sessions(target: Target) -> bool:

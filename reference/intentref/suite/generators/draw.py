@@ -1,17 +1,12 @@
 """Where a generator's choices come from: a Hypothesis draw or a seeded ``random.Random``.
 
-Every generator of this package takes a :class:`Draw`, a four-method source of choices,
-instead of a Hypothesis ``draw`` or a ``random.Random``.  ``HypothesisDraw`` makes each
-choice a native Hypothesis draw (so examples shrink towards the first option and the
-smallest number); ``RandomDraw`` makes it from a seeded ``random.Random`` (so ``intentref
-fuzz --seed N`` writes byte-identical files without depending on Hypothesis' internals).
-The public strategies (``intentref.strategies``) are thin ``st.composite`` wrappers over
-the generators.
-
-What is generated is valid *by construction*, never by filtering: data is drawn from the
-schema, the input is built to contain every string value (so exact evidence holds), and
-each named fault breaks a valid candidate in exactly one way and says what the reference
-answers (``faults.Broken``).
+Every generator takes a ``Draw``, a four-method source of choices: ``HypothesisDraw`` makes
+each choice a native Hypothesis draw (so examples shrink towards the first option and the
+smallest number), ``RandomDraw`` takes it from a seeded ``random.Random`` (so ``intentref fuzz
+--seed N`` writes byte-identical files without depending on Hypothesis' internals).  What is
+generated is valid *by construction*, never by filtering: data is drawn from the schema, the
+input is built to contain every string value (so exact evidence holds), and each named fault
+breaks a valid candidate in exactly one way and says what the reference answers.
 """
 
 from __future__ import annotations

@@ -118,6 +118,20 @@ def _fault(name: str, stages: frozenset[str], *requirements: str, applies: Calla
     return register
 
 
+def _edit(name: str, stages: frozenset[str], *requirements: str, code: str = INVALID, **options: Any
+          ) -> Callable[[Callable[[dict[str, Any], Subject, Draw], str]], None]:  # fmt: skip
+    """``_fault`` for a fault that edits a copy of the candidate and returns the path the issue names."""
+
+    def register(edit: Callable[[dict[str, Any], Subject, Draw], str]) -> None:
+        def make(s: Subject, d: Draw) -> Broken:
+            c = s.copy()
+            return _broken(c, code, edit(c, s, d))
+
+        _fault(name, stages, *requirements, **options)(make)
+
+    return register
+
+
 def _ensure_item(candidate: dict[str, Any], d: Draw) -> int:
     if not candidate["intents"]:
         candidate["intents"].append(intent_item(d, (False, False, False)))
@@ -131,101 +145,90 @@ def _broken(candidate: Any, code: str, pointer: str | None) -> Broken:
 # --- core ----------------------------------------------------------------------------------
 
 
-@_fault("core.blank_normalized_input", CORE, "R-COR-009", "R-RES-017")
-def _blank_normalized_input(s: Subject, d: Draw) -> Broken:
-    c = s.copy()
+@_edit("core.blank_normalized_input", CORE, "R-COR-009", "R-RES-017")
+def _blank_normalized_input(c: dict[str, Any], s: Subject, d: Draw) -> str:
     c["normalizedInput"] = d.choice(["", " ", "\t\n", "\u3000"])
-    return _broken(c, INVALID, "/normalizedInput")
+    return "/normalizedInput"
 
 
-@_fault("core.questions_without_reason", CORE, "R-COR-006")
-def _questions_without_reason(s: Subject, d: Draw) -> Broken:
-    c = s.copy()
+@_edit("core.questions_without_reason", CORE, "R-COR-006")
+def _questions_without_reason(c: dict[str, Any], s: Subject, d: Draw) -> str:
     i = _ensure_item(c, d)
     item = c["intents"][i]
     item["action"] = item["action"] or "query"
     item["blockers"]["clarificationReason"] = None
     item["blockers"]["questions"] = [{"question": sentence(d), "options": []}]
-    return _broken(c, INVALID, f"/intents/{i}/blockers/clarificationReason")
+    return f"/intents/{i}/blockers/clarificationReason"
 
 
-@_fault("core.reason_without_questions", CORE, "R-COR-006")
-def _reason_without_questions(s: Subject, d: Draw) -> Broken:
-    c = s.copy()
+@_edit("core.reason_without_questions", CORE, "R-COR-006")
+def _reason_without_questions(c: dict[str, Any], s: Subject, d: Draw) -> str:
     i = _ensure_item(c, d)
     c["intents"][i]["blockers"]["clarificationReason"] = sentence(d)
     c["intents"][i]["blockers"]["questions"] = []
-    return _broken(c, INVALID, f"/intents/{i}/blockers/questions")
+    return f"/intents/{i}/blockers/questions"
 
 
-@_fault("core.null_action_without_clarification", CORE, "R-COR-008", "R-RES-028")
-def _null_action(s: Subject, d: Draw) -> Broken:
-    c = s.copy()
+@_edit("core.null_action_without_clarification", CORE, "R-COR-008", "R-RES-028")
+def _null_action(c: dict[str, Any], s: Subject, d: Draw) -> str:
     i = _ensure_item(c, d)
     item = c["intents"][i]
     item["action"] = None
     item["blockers"]["clarificationReason"] = None
     item["blockers"]["questions"] = []
-    return _broken(c, INVALID, f"/intents/{i}/action")
+    return f"/intents/{i}/action"
 
 
-@_fault("core.unknown_action", CORE, "R-RES-008")
-def _unknown_action(s: Subject, d: Draw) -> Broken:
-    c = s.copy()
+@_edit("core.unknown_action", CORE, "R-RES-008")
+def _unknown_action(c: dict[str, Any], s: Subject, d: Draw) -> str:
     i = _ensure_item(c, d)
     c["intents"][i]["action"] = d.choice(["frobnicate", "Query", "", "QUERY"])
-    return _broken(c, INVALID, f"/intents/{i}/action")
+    return f"/intents/{i}/action"
 
 
-@_fault("core.missing_blockers_member", CORE, "R-COR-004", "R-COR-005")
-def _missing_blocker(s: Subject, d: Draw) -> Broken:
-    c = s.copy()
+@_edit("core.missing_blockers_member", CORE, "R-COR-004", "R-COR-005")
+def _missing_blocker(c: dict[str, Any], s: Subject, d: Draw) -> str:
     i = _ensure_item(c, d)
     name = d.choice(["clarificationReason", "questions", "confirmationReason", "conditionReason"])
     del c["intents"][i]["blockers"][name]
-    return _broken(c, INVALID, f"/intents/{i}/blockers/{name}")
+    return f"/intents/{i}/blockers/{name}"
 
 
-@_fault("core.missing_root_member", CORE, "R-COR-002")
-def _missing_root(s: Subject, d: Draw) -> Broken:
-    c = s.copy()
+@_edit("core.missing_root_member", CORE, "R-COR-002")
+def _missing_root(c: dict[str, Any], s: Subject, d: Draw) -> str:
     name = d.choice(["normalizedInput", "primaryIntent", "requirements", "prohibitions", "intents"])
     del c[name]
-    return _broken(c, INVALID, f"/{name}")
+    return f"/{name}"
 
 
-@_fault("core.extra_member", CORE, "R-DAT-006", "R-ERR-015", decisions=("D-COR-002",))
-def _extra_core_member(s: Subject, d: Draw) -> Broken:
-    c = s.copy()
+@_edit("core.extra_member", CORE, "R-DAT-006", "R-ERR-015", decisions=("D-COR-002",))
+def _extra_core_member(c: dict[str, Any], s: Subject, d: Draw) -> str:
     name = d.choice(["x/y~z", "~1", "extra", "/"])
     c[name] = True
-    return _broken(c, INVALID, "/" + jsonpointer.escape_token(name))
+    return "/" + jsonpointer.escape_token(name)
 
 
-@_fault("core.blank_requirement", CORE, "R-COR-009", "R-RES-020")
-def _blank_requirement(s: Subject, d: Draw) -> Broken:
-    c = s.copy()
+@_edit("core.blank_requirement", CORE, "R-COR-009", "R-RES-020")
+def _blank_requirement(c: dict[str, Any], s: Subject, d: Draw) -> str:
     member = d.choice(["requirements", "prohibitions"])
     c[member].append(d.choice([" ", ""]))
-    return _broken(c, INVALID, f"/{member}/{len(c[member]) - 1}")
+    return f"/{member}/{len(c[member]) - 1}"
 
 
-@_fault("core.wrong_type", CORE, "R-COR-002", "R-RES-013")
-def _core_wrong_type(s: Subject, d: Draw) -> Broken:
-    c = s.copy()
+@_edit("core.wrong_type", CORE, "R-COR-002", "R-RES-013")
+def _core_wrong_type(c: dict[str, Any], s: Subject, d: Draw) -> str:
     member, wrong = d.choice([("normalizedInput", 5), ("intents", {}), ("requirements", "x"), ("primaryIntent", []),
                               ("prohibitions", None)])  # fmt: skip
     c[member] = wrong
-    return _broken(c, INVALID, f"/{member}")
+    return f"/{member}"
 
 
-@_fault("core.question_without_options", CORE, "R-COR-007")
-def _question_without_options(s: Subject, d: Draw) -> Broken:
-    c = s.copy()
+@_edit("core.question_without_options", CORE, "R-COR-007")
+def _question_without_options(c: dict[str, Any], s: Subject, d: Draw) -> str:
     i = _ensure_item(c, d)
     c["intents"][i]["blockers"]["clarificationReason"] = sentence(d)
     c["intents"][i]["blockers"]["questions"] = [{"question": sentence(d)}]
-    return _broken(c, INVALID, f"/intents/{i}/blockers/questions/0/options")
+    return f"/intents/{i}/blockers/questions/0/options"
 
 
 # --- data ----------------------------------------------------------------------------------
@@ -239,147 +242,127 @@ def _first_evidence(s: Subject, d: Draw) -> int:
     return d.integer(0, len(s.candidate["evidence"]) - 1)
 
 
-@_fault("data.quote_not_in_source", DATA, "R-DAT-010", applies=_has_sources)
-def _quote_not_in_source(s: Subject, d: Draw) -> Broken:
-    c = s.copy()
+@_edit("data.quote_not_in_source", DATA, "R-DAT-010", applies=_has_sources)
+def _quote_not_in_source(c: dict[str, Any], s: Subject, d: Draw) -> str:
     i = _first_evidence(s, d)
     c["evidence"][i]["mode"] = "semantic"  # so only the quote is wrong
     c["evidence"][i]["sources"][0]["quote"] = ABSENT_MARK + word(d, 3)
-    return _broken(c, INVALID, f"/evidence/{i}/sources/0/quote")
+    return f"/evidence/{i}/sources/0/quote"
 
 
-@_fault("data.unknown_source_id", DATA, "R-DAT-009", applies=_has_sources)
-def _unknown_source(s: Subject, d: Draw) -> Broken:
-    c = s.copy()
+@_edit("data.unknown_source_id", DATA, "R-DAT-009", applies=_has_sources)
+def _unknown_source(c: dict[str, Any], s: Subject, d: Draw) -> str:
     i = _first_evidence(s, d)
     c["evidence"][i]["sources"][0]["sourceId"] = d.choice(["context:99", "Input", "ctx:0"])
-    return _broken(c, INVALID, f"/evidence/{i}/sources/0/sourceId")
+    return f"/evidence/{i}/sources/0/sourceId"
 
 
-@_fault("data.empty_sources", DATA, "R-DAT-008", applies=_has_sources)
-def _empty_sources(s: Subject, d: Draw) -> Broken:
-    c = s.copy()
+@_edit("data.empty_sources", DATA, "R-DAT-008", applies=_has_sources)
+def _empty_sources(c: dict[str, Any], s: Subject, d: Draw) -> str:
     i = _first_evidence(s, d)
     c["evidence"][i]["sources"] = []
-    return _broken(c, INVALID, f"/evidence/{i}/sources")
+    return f"/evidence/{i}/sources"
 
 
-@_fault("data.missing_field_result", DATA, "R-SRC-011")
-def _missing_field_result(s: Subject, d: Draw) -> Broken:
-    c = s.copy()
+@_edit("data.missing_field_result", DATA, "R-SRC-011")
+def _missing_field_result(c: dict[str, Any], s: Subject, d: Draw) -> str:
     del c["fieldResults"][d.integer(0, len(c["fieldResults"]) - 1)]
-    return _broken(c, INVALID, "/fieldResults")
+    return "/fieldResults"
 
 
-@_fault("data.duplicate_field_result", DATA, "R-SRC-011")
-def _duplicate_field_result(s: Subject, d: Draw) -> Broken:
-    c = s.copy()
+@_edit("data.duplicate_field_result", DATA, "R-SRC-011")
+def _duplicate_field_result(c: dict[str, Any], s: Subject, d: Draw) -> str:
     c["fieldResults"].append(copy.deepcopy(c["fieldResults"][0]))
-    return _broken(c, INVALID, f"/fieldResults/{len(c['fieldResults']) - 1}/path")
+    return f"/fieldResults/{len(c['fieldResults']) - 1}/path"
 
 
-@_fault("data.unselected_field", DATA, "R-FLD-007", "R-RES-047")
-def _unselected_field(s: Subject, d: Draw) -> Broken:
-    c = s.copy()
+@_edit("data.unselected_field", DATA, "R-FLD-007", "R-RES-047")
+def _unselected_field(c: dict[str, Any], s: Subject, d: Draw) -> str:
     name = next(n for n in ("zz/unselected~", "~zz", "zz", "zzz") if n not in s.payload["selectedFields"])
     c["data"][name] = "x"
-    return _broken(c, INVALID, "/data/" + jsonpointer.escape_token(name))
+    return "/data/" + jsonpointer.escape_token(name)
 
 
 def _has_leaves(s: Subject) -> bool:
     return bool(leaves(s.candidate["data"]))
 
 
-@_fault("data.missing_evidence", DATA, "R-SRC-010", applies=_has_leaves, decisions=("D-DAT-001",))
-def _missing_evidence(s: Subject, d: Draw) -> Broken:
-    c = s.copy()
+@_edit("data.missing_evidence", DATA, "R-SRC-010", applies=_has_leaves, decisions=("D-DAT-001",))
+def _missing_evidence(c: dict[str, Any], s: Subject, d: Draw) -> str:
     c["evidence"] = []
-    return _broken(c, INVALID, leaves(c["data"])[0][0])
+    return leaves(c["data"])[0][0]
 
 
 def _non_string_leaf(s: Subject) -> int | None:
     values = dict(leaves(s.candidate["data"]))
-    for i, entry in enumerate(s.candidate["evidence"]):
-        if entry["path"] in values and not isinstance(values[entry["path"]], str):
-            return i
-    return None
+    return next((i for i, entry in enumerate(s.candidate["evidence"])
+                 if entry["path"] in values and not isinstance(values[entry["path"]], str)), None)  # fmt: skip
 
 
-@_fault("data.exact_mode_for_non_string", DATA, "R-DAT-011", applies=lambda s: _non_string_leaf(s) is not None, decisions=("D-DAT-003",))
-def _exact_non_string(s: Subject, d: Draw) -> Broken:
-    c = s.copy()
+@_edit("data.exact_mode_for_non_string", DATA, "R-DAT-011", applies=lambda s: _non_string_leaf(s) is not None, decisions=("D-DAT-003",))
+def _exact_non_string(c: dict[str, Any], s: Subject, d: Draw) -> str:
     i = _non_string_leaf(s)
     assert i is not None
     c["evidence"][i]["mode"] = "exact"
-    return _broken(c, INVALID, f"/evidence/{i}/mode")
+    return f"/evidence/{i}/mode"
 
 
 def _exact_entry(s: Subject) -> int | None:
-    for i, entry in enumerate(s.candidate["evidence"]):
-        if entry["mode"] == "exact" and len(entry["sources"][0]["quote"]) > 1:
-            return i
-    return None
+    return next((i for i, entry in enumerate(s.candidate["evidence"])
+                 if entry["mode"] == "exact" and len(entry["sources"][0]["quote"]) > 1), None)  # fmt: skip
 
 
-@_fault("data.exact_value_not_quoted", DATA, "R-DAT-012", applies=lambda s: _exact_entry(s) is not None)
-def _exact_not_quoted(s: Subject, d: Draw) -> Broken:
-    c = s.copy()
+@_edit("data.exact_value_not_quoted", DATA, "R-DAT-012", applies=lambda s: _exact_entry(s) is not None)
+def _exact_not_quoted(c: dict[str, Any], s: Subject, d: Draw) -> str:
     i = _exact_entry(s)
     assert i is not None
     source = c["evidence"][i]["sources"][0]
     source["quote"] = source["quote"][:-1]  # still in the source, no longer the value
-    return _broken(c, INVALID, f"/evidence/{i}/mode")
+    return f"/evidence/{i}/mode"
 
 
-@_fault("data.blank_explanation", DATA, "R-DAT-014")
-def _blank_explanation(s: Subject, d: Draw) -> Broken:
-    c = s.copy()
+@_edit("data.blank_explanation", DATA, "R-DAT-014")
+def _blank_explanation(c: dict[str, Any], s: Subject, d: Draw) -> str:
     c["fieldResults"][0]["explanation"] = d.choice([" ", "", "\n"])
-    return _broken(c, INVALID, "/fieldResults/0/explanation")
+    return "/fieldResults/0/explanation"
 
 
-@_fault("data.extra_root_member", DATA, "R-DAT-002", "R-DAT-006", decisions=("D-COR-002",))
-def _extra_data_member(s: Subject, d: Draw) -> Broken:
-    c = s.copy()
+@_edit("data.extra_root_member", DATA, "R-DAT-002", "R-DAT-006", decisions=("D-COR-002",))
+def _extra_data_member(c: dict[str, Any], s: Subject, d: Draw) -> str:
     name = d.choice(["x/y", "result", "~"])
     c[name] = {}
-    return _broken(c, INVALID, "/" + jsonpointer.escape_token(name))
+    return "/" + jsonpointer.escape_token(name)
 
 
-@_fault("data.reserved_issue_code", DATA, "R-DAT-022", "R-ERR-033")
-def _reserved_issue(s: Subject, d: Draw) -> Broken:
-    c = s.copy()
+@_edit("data.reserved_issue_code", DATA, "R-DAT-022", "R-ERR-033")
+def _reserved_issue(c: dict[str, Any], s: Subject, d: Draw) -> str:
     c["issues"].append({"code": "DATA_SOURCE_INVALID", "category": "business_information", "path": None,
                         "message": sentence(d)})  # fmt: skip
-    return _broken(c, INVALID, f"/issues/{len(c['issues']) - 1}/code")
+    return f"/issues/{len(c['issues']) - 1}/code"
 
 
-@_fault("data.wrong_member_type", DATA, "R-DAT-002", "R-DAT-004")
-def _data_wrong_type(s: Subject, d: Draw) -> Broken:
-    c = s.copy()
+@_edit("data.wrong_member_type", DATA, "R-DAT-002", "R-DAT-004")
+def _data_wrong_type(c: dict[str, Any], s: Subject, d: Draw) -> str:
     member, wrong = d.choice([("evidence", {}), ("data", []), ("issues", "none"), ("fieldResults", None)])
     c[member] = wrong
-    return _broken(c, INVALID, f"/{member}")
+    return f"/{member}"
 
 
-@_fault("data.missing_description_check", DATA, "R-SRC-005", applies=lambda s: bool(s.candidate["descriptionChecks"]), decisions=("D-DAT-002",))
-def _missing_check(s: Subject, d: Draw) -> Broken:
-    c = s.copy()
+@_edit("data.missing_description_check", DATA, "R-SRC-005", applies=lambda s: bool(s.candidate["descriptionChecks"]), decisions=("D-DAT-002",))
+def _missing_check(c: dict[str, Any], s: Subject, d: Draw) -> str:
     c["descriptionChecks"] = []
-    return _broken(c, INVALID, "/descriptionChecks")
+    return "/descriptionChecks"
 
 
 def _typed_top_field(s: Subject) -> str | None:
     props = s.payload["selectedSchema"]["properties"]
-    for name in s.candidate["data"]:
-        if isinstance(props.get(name), dict) and props[name].get("type") in ("string", "integer", "number", "boolean"):
-            return str(name)
-    return None
+    return next((str(name) for name in s.candidate["data"]
+                 if isinstance(props.get(name), dict) and props[name].get("type") in ("string", "integer", "number", "boolean")),
+                None)  # fmt: skip
 
 
-@_fault("data.schema_violation", DATA, "R-SCH-035", "R-RES-053", applies=lambda s: _typed_top_field(s) is not None)
-def _schema_violation(s: Subject, d: Draw) -> Broken:
-    c = s.copy()
+@_edit("data.schema_violation", DATA, "R-SCH-035", "R-RES-053", applies=lambda s: _typed_top_field(s) is not None)
+def _schema_violation(c: dict[str, Any], s: Subject, d: Draw) -> str:
     name = _typed_top_field(s)
     assert name is not None
     kind = s.payload["selectedSchema"]["properties"][name]["type"]
@@ -388,39 +371,31 @@ def _schema_violation(s: Subject, d: Draw) -> Broken:
     for entry in c["evidence"]:
         if entry["path"] == path:
             entry["mode"] = "semantic"
-    return _broken(c, INVALID, path)
+    return path
 
 
 def _omitted_optional(s: Subject) -> int | None:
-    for i, entry in enumerate(s.candidate["fieldResults"]):
-        if entry["status"] != "extracted":
-            return i
-    return None
+    return next((i for i, entry in enumerate(s.candidate["fieldResults"]) if entry["status"] != "extracted"), None)
 
 
-@_fault("data.extracted_but_missing", DATA, "R-DAT-015", applies=lambda s: _omitted_optional(s) is not None, decisions=("D-DAT-003", "D-DAT-005"))
-def _extracted_but_missing(s: Subject, d: Draw) -> Broken:
-    c = s.copy()
+@_edit("data.extracted_but_missing", DATA, "R-DAT-015", applies=lambda s: _omitted_optional(s) is not None, decisions=("D-DAT-003", "D-DAT-005"))
+def _extracted_but_missing(c: dict[str, Any], s: Subject, d: Draw) -> str:
     i = _omitted_optional(s)
     assert i is not None
     c["fieldResults"][i]["status"] = "extracted"
-    return _broken(c, INVALID, f"/fieldResults/{i}/status")
+    return f"/fieldResults/{i}/status"
 
 
 # --- business failures (valid contract, the information is not there) -----------------------
 
 
 def _required_returned(s: Subject) -> str | None:
-    for name in s.payload["selectedSchema"].get("required", []):
-        if name in s.candidate["data"]:
-            return str(name)
-    return None
+    return next((str(name) for name in s.payload["selectedSchema"].get("required", []) if name in s.candidate["data"]), None)
 
 
-@_fault("business.required_missing", DATA, "R-DAT-023", "R-DAT-024", "R-ERR-030",
-        applies=lambda s: _required_returned(s) is not None, decisions=("D-DAT-004", "D-DAT-005"))  # fmt: skip
-def _required_missing(s: Subject, d: Draw) -> Broken:
-    c = s.copy()
+@_edit("business.required_missing", DATA, "R-DAT-023", "R-DAT-024", "R-ERR-030", code=EXTRACTION,
+       applies=lambda s: _required_returned(s) is not None, decisions=("D-DAT-004", "D-DAT-005"))  # fmt: skip
+def _required_missing(c: dict[str, Any], s: Subject, d: Draw) -> str:
     name = _required_returned(s)
     assert name is not None
     path = "/data/" + jsonpointer.escape_token(name)
@@ -432,24 +407,23 @@ def _required_missing(s: Subject, d: Draw) -> Broken:
             entry["status"] = "issue"
     c["issues"].append({"code": "DATA_REQUIRED_MISSING", "category": "business_information", "path": path,
                         "message": sentence(d)})  # fmt: skip
-    return _broken(c, EXTRACTION, path)
+    return path
 
 
-@_fault("business.check_violated", DATA, "R-DAT-018", applies=lambda s: bool(s.candidate["descriptionChecks"]), decisions=("D-DAT-005",))
-def _check_violated(s: Subject, d: Draw) -> Broken:
-    c = s.copy()
+@_edit("business.check_violated", DATA, "R-DAT-018", applies=lambda s: bool(s.candidate["descriptionChecks"]), decisions=("D-DAT-005",), code=EXTRACTION)
+def _check_violated(c: dict[str, Any], s: Subject, d: Draw) -> str:
     i = d.integer(0, len(c["descriptionChecks"]) - 1)
     c["descriptionChecks"][i]["verdict"] = d.choice(["violated", "undetermined"])
-    return _broken(c, EXTRACTION, c["descriptionChecks"][i]["path"])
+    path: str = c["descriptionChecks"][i]["path"]
+    return path
 
 
-@_fault("business.issue_filed", DATA, "R-DAT-019", "R-ERR-029", decisions=("D-DAT-007",))
-def _issue_filed(s: Subject, d: Draw) -> Broken:
-    c = s.copy()
+@_edit("business.issue_filed", DATA, "R-DAT-019", "R-ERR-029", decisions=("D-DAT-007",), code=EXTRACTION)
+def _issue_filed(c: dict[str, Any], s: Subject, d: Draw) -> str:
     path = "/data/" + jsonpointer.escape_token(s.payload["selectedFields"][0])
     c["issues"].append({"code": d.choice(BUSINESS_ISSUE_CODES), "category": "business_information", "path": path,
                         "message": sentence(d)})  # fmt: skip
-    return _broken(c, EXTRACTION, path)
+    return path
 
 
 # --- JSON text -----------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from intentref.core.limits import is_well_formed
-from intentref.suite.cases.values import stringify
+from intentref.suite.cases.values import map_strings, stringify
 from intentref.suite.properties.projection import NORMATIVE, REFERENCE, is_judgement, is_repair
 from intentref.suite.targets.base import load_instances
 
@@ -149,17 +149,15 @@ def _args_spec(args: Any, first_seen: dict[str, tuple[int, str]]) -> Any:
     out: dict[str, Any] = {}
     for key, val in args.items():
         if key in TOKEN_MEMBERS and isinstance(val, str) and val in first_seen:
-            step, pointer = first_seen[val]
-            out[key] = {"$reply": step, "pointer": pointer}
+            out[key] = _token_ref(val, first_seen)
         elif key in TOKEN_MEMBERS and isinstance(val, str) and _near_token(val, first_seen):
             # A real token with something appended (a near miss): keep the reference, not its value.
             known = _near_token(val, first_seen)
-            step, pointer = first_seen[known]
-            out[key] = {"$concat": [{"$reply": step, "pointer": pointer}, _value_spec(val[len(known):])]}
+            out[key] = {"$concat": [_token_ref(known, first_seen), text_spec(val[len(known):])]}
         elif key == "candidateText" and isinstance(val, str):
             out[key] = candidate_spec(val)
         else:
-            out[key] = _value_spec(val)
+            out[key] = map_strings(val, text_spec)
     return out
 
 
@@ -167,14 +165,12 @@ def _near_token(value: str, first_seen: dict[str, tuple[int, str]]) -> str:
     return next((t for t in first_seen if t and value.startswith(t) and value != t), "")
 
 
-def _value_spec(value: Any) -> Any:
-    if isinstance(value, str):
-        return text_spec(value)
-    if isinstance(value, list):
-        return [_value_spec(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _value_spec(v) for k, v in value.items()}
-    return value
+def _token_ref(token: str, first_seen: dict[str, tuple[int, str]]) -> Any:
+    """A ``$reply`` reference to the step that first returned ``token``, or ``$fresh`` for a new one."""
+    if token not in first_seen:
+        return {"$fresh": True}
+    step, pointer = first_seen[token]
+    return {"$reply": step, "pointer": pointer}
 
 
 def _exact_expectation(reply: Any, first_seen: dict[str, tuple[int, str]]) -> Any:
@@ -183,13 +179,8 @@ def _exact_expectation(reply: Any, first_seen: dict[str, tuple[int, str]]) -> An
         return reply
     out = dict(reply)
     for member in TOKEN_MEMBERS:
-        token = out.get(member)
-        if isinstance(token, str):
-            if token in first_seen:
-                step, pointer = first_seen[token]
-                out[member] = {"$reply": step, "pointer": pointer}
-            else:
-                out[member] = {"$fresh": True}
+        if isinstance(out.get(member), str):
+            out[member] = _token_ref(out[member], first_seen)
     return out
 
 
@@ -201,10 +192,8 @@ def _expectation(reply: Any, first_seen: dict[str, tuple[int, str]]) -> Any:
     if kind == "task":
         task: dict[str, Any] = {"stage": reply.get("stage")}
         for member in TOKEN_MEMBERS:
-            token = reply.get(member)
-            if isinstance(token, str):
-                step, pointer = first_seen.get(token, (-1, ""))
-                task[member] = {"$reply": step, "pointer": pointer} if step >= 0 else {"$fresh": True}
+            if isinstance(reply.get(member), str):
+                task[member] = _token_ref(reply[member], first_seen)
         repair = {"$type": ["object", "array", "string", "number", "boolean"]} if is_repair(reply) else {"$absent": True}
         task["payload"] = {"$jsonText": {"$subset": {"repair": repair}}}
         task["expiresAt"] = {"$type": "string"} if "expiresAt" in reply else {"$absent": True}  # seed 000: none by default

@@ -15,9 +15,10 @@ from collections import Counter
 from typing import Any
 
 from intentref.core.jsonpointer import escape_token
-from intentref.core.limits import is_well_formed, well_formed
 from intentref.core.wire import NOT_A_STEP_CODES
+from intentref.suite.alterations.alteration import error_of
 from intentref.suite.cases.script import refusal_allowed
+from intentref.suite.cases.values import well_formed_json as well_formed_json
 from intentref.suite.generators.faults import fault_of
 from intentref.suite.properties.case_writer import TOKEN_MEMBERS, Call, case_from_calls
 from intentref.suite.properties.projection import (
@@ -25,7 +26,6 @@ from intentref.suite.properties.projection import (
     REFERENCE,
     CallContext,
     classify,
-    error_of,
     project,
     seed_cancel,
 )
@@ -107,17 +107,6 @@ class TokenMap:
             if isinstance(out.get(member), str):
                 out[member] = self.placeholder(side, out[member], scope) or "<unpaired>"
         return out
-
-
-def well_formed_json(value: Any) -> Any:
-    """``value`` with lone surrogates as U+FFFD, keys included: what any UTF-8 transport delivers (D-MCP-008)."""
-    if isinstance(value, str):
-        return value if is_well_formed(value) else well_formed(value)
-    if isinstance(value, dict):
-        return {well_formed_json(k): well_formed_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [well_formed_json(v) for v in value]
-    return value
 
 
 def canonical(value: Any) -> str:

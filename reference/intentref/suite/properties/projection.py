@@ -1,25 +1,17 @@
 """The normative projection of a BridgeReply, and the level of a difference in it.
 
-Differential properties compare a target with the reference.  Comparing whole replies
-would fail every other implementation at its first call (instruction text, message
-wording, the spelling of the core format schema, token formats are all reference
-decisions), so a reply is first reduced to what the seeds fix (D-CNF-020):
+Comparing whole replies would fail every other implementation at its first call (instruction
+text, message wording, the core schema's spelling and token formats are reference decisions),
+so a reply is first reduced to what the seeds fix (D-CNF-020): its kind; a task's stage,
+whether it is a repair and its tokens as placeholders; a result's whole ``IntentResult``,
+numbers compared by value (D-JSON-003); an error's code and stage (issue lists, messages and
+``partialResult`` are decided: D-ERR-006, D-ERR-007, D-ERR-008, D-ERR-009).
 
-* ``kind``;
-* a task: its ``stage``, whether it is a repair (``payload.repair`` present: seed 000
-  #payload 内容), and its ``jobId`` / ``stepToken`` as placeholders (which jobs exist,
-  which steps are new);
-* a result: the whole ``IntentResult`` (its seven root members, ids, statuses, reasons,
-  data), numbers compared by value (D-JSON-003 decides how an integral number is written);
-* an error: ``code`` and ``stage`` (issue lists, messages and ``partialResult`` are decided:
-  D-ERR-006, D-ERR-007, D-ERR-008, D-ERR-009).
-
-Where the projections differ, ``classify`` says whether the difference breaks a rule the
-seeds state (``normative``) or rests on something the reference decided where the seeds
-leave a choice (``reference``, with the decisions' IDs): a replay (D-BRG-007), a conflict
-(the seeds say "may", D-BRG-008), a limit (D-LIM-*), a request fault's code (D-BRG-001,
-D-REQ-*), a configured ``repairAttempts`` (D-CFG-001, D-LIM-005), a candidate broken in a
-way only a decision judges (``FAULT_DECISIONS``).  See D-CNF-021.
+``classify`` says whether a difference breaks a rule the seeds state (``normative``) or rests
+on the reference's choices (``reference``, with the decisions' IDs): a replay (D-BRG-007), a
+conflict (D-BRG-008), a limit (D-LIM-*), a request fault's code (D-BRG-001, D-REQ-*), a
+configured ``repairAttempts`` (D-CFG-001, D-LIM-005), a candidate broken in a way only a
+decision judges (``FAULT_DECISIONS``).  See D-CNF-021.
 """
 
 from __future__ import annotations
@@ -29,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from intentref.core.wire import CANCEL_ENDING_CODES
+from intentref.suite.alterations.alteration import error_of
 from intentref.suite.generators.faults import CANDIDATE_FAULTS
 
 NORMATIVE: Final = "normative"
@@ -114,13 +107,6 @@ class CallContext:
     seed_cancel: bool = False  # a cancel whose only possible fault is the seeds' 2048-byte detail limit
 
 
-def error_of(reply: Any) -> dict[str, Any] | None:
-    if isinstance(reply, dict) and reply.get("kind") == "error" and isinstance(reply.get("error"), dict):
-        error: dict[str, Any] = reply["error"]
-        return error
-    return None
-
-
 def classify(context: CallContext, reference: Any, target: Any) -> tuple[str, tuple[str, ...]]:
     """(level, decisions) of a projection difference between the two replies.
 
@@ -157,7 +143,6 @@ def is_judgement(reply: Any) -> bool:
         return is_repair(reply)
     error = error_of(reply)
     return error is not None and error.get("code") in JUDGEMENT_CODES
-
 
 
 def _cancel_verdict(reply: Any) -> str:
@@ -216,11 +201,9 @@ class DecidedAssertion(AssertionError):
 class decided:
     """``with decided("D-LIM-002"): assert …`` -- a failure inside is a DecidedAssertion.
 
-    Besides a failed assertion, a KeyError or TypeError inside counts: it comes from reading
-    a reply the decision shaped (a task's ``jobId`` where the target refused).  So does a
-    call the target's protocol layer refused (``ProtocolRefusal``, D-CNF-055) when the call
-    itself is inside: whether such a request is accepted at all is what was decided.  With
-    no decisions it changes nothing, so a property can pass the decisions it computed.
+    A KeyError or TypeError inside counts too (reading a reply the decision shaped), and so
+    does a protocol-layer refusal of a call inside (``ProtocolRefusal``, D-CNF-055): whether
+    it is accepted at all is what was decided.  With no decisions it changes nothing.
     """
 
     def __init__(self, *decisions: str) -> None:

@@ -1,16 +1,10 @@
 """Driving a conformance Target from properties: examples, shared runs, protocol-layer refusals.
 
-* ``Example`` -- one Hypothesis example's calls against a target: sessions it opens are
-  closed at the end, every reply is checked to be a BridgeReply, every call is counted.
-  Runs are shared between examples (one server process for a whole stdio run) unless an
-  example needs Bridge options of its own.
-* ``call_allowing_refusal`` -- a call whose refusal by the target's protocol layer stands
-  where D-CNF-055 allows it.
-* ``make_target`` -- a Target from a spec string, through the runner's registry.
-* ``Tally`` -- what a long campaign reports.
-
-The differential check lives in ``differential``, the instance catalog in ``catalog``,
-and writing an example's calls as a conformance case in ``case_writer``.
+An ``Example`` is one Hypothesis example's calls against a target: the sessions it opens are
+closed at the end, every reply is checked to be a BridgeReply, every call is counted, and runs
+are shared between examples (one server process for a whole stdio run) unless an example needs
+Bridge options of its own.  ``call_allowing_refusal`` lets a refusal by the target's protocol
+layer stand where D-CNF-055 allows it; ``Tally`` is what a long campaign reports.
 """
 
 from __future__ import annotations

@@ -243,14 +243,18 @@ class Walker:
         self._accept(broken=True)
 
     def _accept_malformed(self) -> None:
+        self._malformed("accept")
+
+    def _malformed(self, op: str) -> None:
+        """A malformed accept or cancel on an active job: refused, and the job's step left unused."""
         job = self._active_job()
         if job is None:
             return
-        defect, request = malformed_request(self.d, "accept", job_id=job.id, step_token=job.token, heavy=self.heavy,
-                                            objects_only=self.objects_only)
+        defect, request = malformed_request(self.d, op, job_id=job.id, step_token=job.token, heavy=self.heavy,
+                                            objects_only=self.objects_only)  # fmt: skip
         self.tally.sent[defect] += 1
-        reply = self._call(job.owner, "accept", request)
-        if reply is not None and (reply["kind"] != "error" or reply["error"]["code"] not in NOT_A_STEP_CODES):
+        reply = self._call(job.owner, op, request)
+        if reply is not None and not _is_error(reply, *NOT_A_STEP_CODES):
             self._fail("mispredictions", f"{defect} was answered {reply}")
 
     def _used_job(self) -> JobModel | None:
@@ -336,15 +340,7 @@ class Walker:
             self._fail("replay_drifts", f"the terminal reply of {job.id} changed: {canonical(reply):.200}")
 
     def _cancel_malformed(self) -> None:
-        job = self._active_job()
-        if job is None:
-            return
-        defect, request = malformed_request(self.d, "cancel", job_id=job.id, heavy=self.heavy,
-                                            objects_only=self.objects_only)
-        self.tally.sent[defect] += 1
-        reply = self._call(job.owner, "cancel", request)
-        if reply is not None and (reply["kind"] != "error" or reply["error"]["code"] not in NOT_A_STEP_CODES):
-            self._fail("mispredictions", f"{defect} was answered {reply}")
+        self._malformed("cancel")
 
     def _connect(self) -> None:  # the "connect" action
         if len(self._open()) < self.max_sessions:
