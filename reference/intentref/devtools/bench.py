@@ -9,6 +9,7 @@ its figures mean nothing.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 import platform
@@ -78,39 +79,15 @@ def bench_core_accept(smoke: bool = False) -> Figure:
 OPT_IN = frozenset({"soak"})
 
 
+# Each benchmark module's ``figures(smoke)``, by the name --only takes.
+BENCH_MODULES = {"bridge": "bench_bridge", "mcp": "bench_mcp", "soak": "soak",
+                 "conformance": "bench_conformance", "host": "bench_host"}  # fmt: skip
+
+
 def _registry() -> dict[str, Callable[[bool], list[Figure]]]:
     benches: dict[str, Callable[[bool], list[Figure]]] = {"core": lambda smoke: [bench_core_accept(smoke)]}
-    # Later benchmarks register themselves here when their modules exist.
-    try:
-        from intentref.devtools.bench_bridge import figures as bridge_figures
-
-        benches["bridge"] = bridge_figures
-    except ImportError:  # pragma: no cover - only while a module is being written
-        pass
-    try:
-        from intentref.devtools.bench_mcp import figures as mcp_figures
-
-        benches["mcp"] = mcp_figures
-    except ImportError:  # pragma: no cover
-        pass
-    try:
-        from intentref.devtools.soak import figures as soak_figures
-
-        benches["soak"] = soak_figures  # D-MCP-024: runs only when named (--only soak)
-    except ImportError:  # pragma: no cover
-        pass
-    try:
-        from intentref.devtools.bench_conformance import figures as conformance_figures
-
-        benches["conformance"] = conformance_figures
-    except ImportError:  # pragma: no cover
-        pass
-    try:
-        from intentref.devtools.bench_host import figures as host_figures
-
-        benches["host"] = host_figures
-    except ImportError:  # pragma: no cover
-        pass
+    for name, module in BENCH_MODULES.items():
+        benches[name] = importlib.import_module(f"intentref.devtools.{module}").figures
     return benches
 
 
