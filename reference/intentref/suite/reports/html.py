@@ -210,7 +210,7 @@ def _what_went_wrong(row: Row) -> str:
 
 def _flaky_note(row: Row) -> str:
     # spec: D-CNF-065 -- the outcome of each run of --repeat, when they differ.
-    return f'<p class="flaky">flaky: {_e(model.flaky_text(row))}</p>' if row.flaky else ""
+    return f'<p class="flaky">flaky: {_e(", ".join(row.flaky))}</p>' if row.flaky else ""
 
 
 def _trace_block(row: Row) -> str:
