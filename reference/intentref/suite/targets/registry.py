@@ -283,6 +283,12 @@ def as_target(obj: Any) -> Target:
     return obj if isinstance(obj, _DuckTarget) else _DuckTarget(obj)
 
 
+def _ask(inner: Any, member: str, *args: Any, default: Any = None) -> Any:
+    """``inner.member(*args)``, or ``default`` when a duck-typed object leaves that member out."""
+    method = getattr(inner, member, None)
+    return default if method is None else method(*args)
+
+
 class _DuckTarget(Target):
     def __init__(self, inner: Any) -> None:
         self._inner = inner
@@ -298,26 +304,20 @@ class _DuckTarget(Target):
         return bool(getattr(self._inner, "separate_sessions", True))
 
     def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
-        ask = getattr(self._inner, "unsupported", None)
-        return ask(bridge_options) if ask is not None else None
+        return _ask(self._inner, "unsupported", bridge_options)  # type: ignore[no-any-return]
 
     def unsupported_case(self, case: dict[str, Any]) -> str | None:
-        ask = getattr(self._inner, "unsupported_case", None)
-        return ask(case) if ask is not None else None
+        return _ask(self._inner, "unsupported_case", case)  # type: ignore[no-any-return]
 
     def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run:
         run = self._inner.open(instances, bridge_options)
         return run if isinstance(run, Run) else _DuckRun(run)
 
     def expect_runs(self, runs: Any) -> None:
-        expect = getattr(self._inner, "expect_runs", None)
-        if expect is not None:
-            expect(runs)
+        _ask(self._inner, "expect_runs", runs)
 
     def close(self) -> None:
-        close = getattr(self._inner, "close", None)
-        if close is not None:
-            close()
+        _ask(self._inner, "close")
 
 
 class _DuckRun(Run):
@@ -329,13 +329,10 @@ class _DuckRun(Run):
         return session if isinstance(session, Session) else _DuckSession(session)
 
     def new_case(self) -> None:
-        new_case = getattr(self._inner, "new_case", None)
-        if new_case is not None:
-            new_case()
+        _ask(self._inner, "new_case")
 
     def left_behind(self) -> list[str]:
-        left_behind = getattr(self._inner, "left_behind", None)
-        return list(left_behind()) if left_behind is not None else []
+        return list(_ask(self._inner, "left_behind", default=()))
 
     def close(self) -> None:
         self._inner.close()
@@ -352,5 +349,4 @@ class _DuckSession(CallSession):
         self._inner.close()
 
     def release(self) -> None:
-        release = getattr(self._inner, "release", None)
-        (release or self._inner.close)()
+        (getattr(self._inner, "release", None) or self._inner.close)()
