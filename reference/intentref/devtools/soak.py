@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -122,6 +123,14 @@ class _Server:
         return err.decode("utf-8", "replace")
 
 
+def _until(deadline: float) -> Iterator[int]:
+    """0, 1, 2, ... while the phase's deadline is ahead, at most MAX_ABUSER_ITERATIONS times."""
+    for index in range(MAX_ABUSER_ITERATIONS):
+        if time.monotonic() >= deadline:
+            return
+        yield index
+
+
 # --------------------------------------------------------------------------- legitimate clients
 
 
@@ -149,9 +158,7 @@ async def _legit_worker(url: str, mode: str, worker: int, deadline: float, phase
         return reply if isinstance(reply, dict) else {"kind": "none"}
 
     async with Client(url, mode=mode, client_info=_named(f"soak-legit-{worker}")) as client:
-        for flow in range(MAX_ABUSER_ITERATIONS):
-            if time.monotonic() >= deadline:
-                return
+        for flow in _until(deadline):
             number = f"{worker:02d}{flow:04d}"
             text_input, core, data = _candidates(number)
             started = time.perf_counter()
@@ -229,9 +236,7 @@ async def _hoarder(
 
 async def _slow_sender(address: tuple[str, int], body: bool, deadline: float, stats: dict[str, Any]) -> None:
     """A byte a second of a request head (or, after a whole head, of a body), reconnecting when cut off."""
-    for _ in range(MAX_ABUSER_ITERATIONS):
-        if time.monotonic() >= deadline:
-            return
+    for _ in _until(deadline):
         try:
             reader, writer = await asyncio.open_connection(*address)
         except OSError:
@@ -264,9 +269,7 @@ async def _big_bodies(address: tuple[str, int], deadline: float, stats: dict[str
     """16 MiB bodies back to back, never honouring Retry-After; each is sent until the server answers."""
     prefix = b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"pad":"'
     body = memoryview(prefix + b"x" * (BIG_BODY - len(prefix) - 3) + b'"}}')
-    for _ in range(MAX_ABUSER_ITERATIONS):
-        if time.monotonic() >= deadline:
-            return
+    for _ in _until(deadline):
         try:
             reader, writer = await asyncio.open_connection(*address)
             writer.write(_head(address, len(body), "Mcp-Protocol-Version: 2026-07-28\r\n"))
@@ -287,9 +290,7 @@ async def _big_bodies(address: tuple[str, int], deadline: float, stats: dict[str
 async def _garbage(address: tuple[str, int], deadline: float, stats: dict[str, Any]) -> None:
     rng = random.Random(7)
     junk = [rng.randbytes(256) for _ in range(64)]  # made once: the abuser's CPU is not the server's
-    for i in range(MAX_ABUSER_ITERATIONS):
-        if time.monotonic() >= deadline:
-            return
+    for i in _until(deadline):
         try:
             reader, writer = await asyncio.open_connection(*address)
             piece = junk[i % len(junk)]
@@ -316,9 +317,7 @@ async def _cross_client(url: str, deadline: float, stats: dict[str, Any], hoarde
         Client(url, mode="legacy", client_info=_named("soak-thief")) as thief,
         Client(url, client_info=_named("soak-stranger")) as stranger,
     ):
-        for _ in range(MAX_ABUSER_ITERATIONS):
-            if time.monotonic() >= deadline:
-                return
+        for _ in _until(deadline):
             task = (await owner.call_tool(PREPARE_TOOL, {"instance": "orders", "input": ORDER_INPUT})).structured_content
             if not task or task.get("kind") != "task":
                 await asyncio.sleep(0.2)
