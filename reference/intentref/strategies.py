@@ -1,21 +1,10 @@
 """Hypothesis strategies for the intent-runtime protocol, for checking any implementation.
 
-Use them like ``hypothesis.strategies``::
-
-    from hypothesis import given, strategies as st
-    from intentref import properties as ip, strategies as ist
-
-    @given(ist.plans("order"), ist.core_candidates(), st.data())
-    def test_order_flow(intentref_target, plan, core, data):
-        with ip.Example(intentref_target) as ex:
-            session = ex.session()
-            task = session.prepare(plan.request)
-            ...
-
-Every name this module exports is a function returning a ``SearchStrategy`` (a test keeps
-it so); everything generated is valid by construction unless its name says otherwise.  The
-types the strategies take and give, the named faults and the pieces a property needs to
-drive a target live in ``intentref.properties``.
+Use them like ``hypothesis.strategies``.  Every name this module exports is a function
+returning a ``SearchStrategy`` (a test keeps it so); everything generated is valid by
+construction unless its name says otherwise.  The types the strategies take and give, the named
+faults and the pieces a property needs to drive a target (with an example) live in
+``intentref.properties``.
 """
 
 from __future__ import annotations

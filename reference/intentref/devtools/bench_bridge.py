@@ -1,14 +1,9 @@
 """Bridge benchmarks, as importable functions returning figures (the CLI wiring is separate).
 
-``bench_accept_retained()``: does a full core accept get slower when the Bridge retains many
-terminal records?  Target: the median with 100,000 retained records is at most 1.2 times the
-median with 100 (reclamation and lookup are O(1), spec: R-CAP-011, D-BRG-013).
-
-``bench_memory()``: does maxReplayBytes bound the process?  Each scenario runs in a fresh
-subprocess that reads its own VmRSS from /proc/self/status.  Target: the resident size after
-200,000 jobs is at most 3 x maxReplayBytes + the RSS of the same process with no jobs.
-
-Linux only (/proc).  Both functions print nothing; they return dicts of figures.
+``bench_accept_retained()``: a core accept with 100,000 retained records takes at most 1.2
+times as long as with 100 (reclamation and lookup are O(1), spec: R-CAP-011, D-BRG-013).
+``bench_memory()``: after 200,000 jobs, a fresh subprocess's VmRSS is at most 3 x maxReplayBytes
++ that of the same process with no jobs (Linux only).
 """
 
 from __future__ import annotations

@@ -15,12 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from intentref.suite.targets.base import CallSession, Reply, Run, Session, Target
+from intentref.suite.targets.base import DEFAULT_TIMEOUT, CallSession, Reply, Run, Session, Target
 from intentref.suite.targets.base import program_problem as _program_problem
 from intentref.suite.usage import UsageError
 
 ERAS: Final = ("auto", "2026", "legacy")
-DEFAULT_TIMEOUT: Final = 10.0
 # The longest wait for one answer in the property suite and in fuzz replay, whose calls may
 # carry 10 MB texts (the long profile, --heavy).
 LARGE_CALL_TIMEOUT: Final = 30.0
