@@ -32,6 +32,7 @@ from intentref.bridge_store import (
     JobRecord,
     JobStore,
     UsedStep,
+    bridge_error,
     error_reply,
     fresh_reply,
     iso_timestamp,
@@ -40,7 +41,7 @@ from intentref.bridge_store import (
     stored_reply,
 )
 from intentref.core import jsonpointer
-from intentref.core.errors import CANCEL_CODES, IntentParseError, Issue, error, self_issue
+from intentref.core.errors import CANCEL_CODES, IntentParseError
 from intentref.core.jsontext import json_type_name
 from intentref.core.limits import MAX_CANCEL_DETAIL_BYTES, utf8_length, well_formed
 from intentref.core.policy import REFERENCE_POLICY, Policy
@@ -103,7 +104,7 @@ def read_bridge_config(config: Any, policy: Policy = REFERENCE_POLICY, store: ty
 
 def _bridge_input_error(path: str, message: str) -> IntentParseError:
     # D-BRG-001: a parameter fault is an INPUT_INVALID reply of stage bridge naming the member.
-    return error("INPUT_INVALID", "bridge", message, [Issue("INPUT_INVALID", "input", path, message)])
+    return bridge_error("INPUT_INVALID", path, message)
 
 
 def _read_members(request: Any, allowed: tuple[str, ...]) -> Mapping[str, Any]:
@@ -214,8 +215,7 @@ class BridgeSession:
         intent = self._store.options.instances.get(name)
         if intent is None:
             message = unknown_instance_message(name, self._store.options.instances)
-            raise error("BRIDGE_INSTANCE_NOT_FOUND", "bridge", message,
-                        [self_issue("BRIDGE_INSTANCE_NOT_FOUND", "/instance", message)])  # fmt: skip
+            raise bridge_error("BRIDGE_INSTANCE_NOT_FOUND", "/instance", message)
         # D-BRG-002: the rest is a parse request, judged exactly as Intent.parse judges it
         # (spec: R-BRG-019); the store decides when, against capacity (D-BRG-012).
         parse_request = {k: v for k, v in request.items() if k != "instance"}

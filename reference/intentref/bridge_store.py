@@ -153,18 +153,17 @@ def retained_json(reply: BridgeReply) -> str | None:
     return reply.json_text if isinstance(reply, _RetainedReply) else None
 
 
+def bridge_error(code: str, path: str | None, message: str) -> IntentParseError:
+    """An error of stage bridge whose one issue files its own code at ``path``."""
+    return error(code, "bridge", message, [self_issue(code, path, message)])
+
+
 def not_found_error() -> IntentParseError:
-    return error("BRIDGE_JOB_NOT_FOUND", "bridge", NOT_FOUND_MESSAGE,
-                 [self_issue("BRIDGE_JOB_NOT_FOUND", "/jobId", NOT_FOUND_MESSAGE)])  # fmt: skip
-
-
-def _conflict() -> IntentParseError:
-    return error("BRIDGE_STEP_CONFLICT", "bridge", CONFLICT_MESSAGE,
-                 [self_issue("BRIDGE_STEP_CONFLICT", "/stepToken", CONFLICT_MESSAGE)])  # fmt: skip
+    return bridge_error("BRIDGE_JOB_NOT_FOUND", "/jobId", NOT_FOUND_MESSAGE)
 
 
 def _limit(path: str | None, message: str) -> IntentParseError:
-    return error("LIMIT_EXCEEDED", "bridge", message, [self_issue("LIMIT_EXCEEDED", path, message)])
+    return bridge_error("LIMIT_EXCEEDED", path, message)
 
 
 # --------------------------------------------------------------------------- tokens and time
@@ -413,7 +412,7 @@ class JobStore:
     def conflict(self, record: JobRecord, token: bytes, step: UsedStep | None) -> IntentParseError:
         """D-BRG-008: a used token with another candidate, or a token that is not the open step's,
         is BRIDGE_STEP_CONFLICT (``step`` is the used step the token names, if any)."""
-        return _conflict()
+        return bridge_error("BRIDGE_STEP_CONFLICT", "/stepToken", CONFLICT_MESSAGE)
 
     def open_step_of_ended_job(self, record: JobRecord) -> bytes:
         """D-BRG-008: the step that was open when the job was cancelled or expired is answered
