@@ -15,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from intentref.suite.targets.base import DEFAULT_TIMEOUT, CallSession, Reply, Run, Session, Target
+from intentref.suite.targets.base import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT  # the commands read it here
+from intentref.suite.targets.base import CallSession, Reply, Run, Session, Target
 from intentref.suite.targets.base import program_problem as _program_problem
 from intentref.suite.usage import UsageError
 
