@@ -122,18 +122,32 @@ def _value_check(accepts: Callable[[Any], bool], message: str) -> KeywordCheck:
     return check
 
 
-_non_negative_integer = _value_check(lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
-                                     "must be a non-negative integer.")  # fmt: skip
+# The predicates with a bound or a comparison are functions, not lambdas, so mutation testing reaches them.
+def _is_non_negative_integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _is_positive_number(value: Any) -> bool:
+    return _is_number(value) and value > 0
+
+
+def _are_unique_strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value) and len(set(value)) == len(value)
+
+
+def _is_draft7_id(value: Any) -> bool:
+    return isinstance(value, str) and value in DRAFT7_IDS  # a list or dict is not hashable
+
+
+_non_negative_integer = _value_check(_is_non_negative_integer, "must be a non-negative integer.")
 _number = _value_check(_is_number, "must be a number.")
-_multiple_of = _value_check(lambda v: _is_number(v) and v > 0, "multipleOf must be a number greater than 0.")
-_required = _value_check(lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v) and len(set(v)) == len(v),
-                         "required must be an array of unique strings.")  # fmt: skip
+_multiple_of = _value_check(_is_positive_number, "multipleOf must be a number greater than 0.")
+_required = _value_check(_are_unique_strings, "required must be an array of unique strings.")
 _unique_items = _value_check(lambda v: isinstance(v, bool), "uniqueItems must be a boolean.")
 _text = _value_check(lambda v: isinstance(v, str), "must be a string.")
 _examples = _value_check(lambda v: isinstance(v, list), "examples must be an array.")
-# D-SCH-004: http or https, with or without the trailing "#", at any node (a list or dict is not hashable).
-_dialect = _value_check(lambda v: isinstance(v, str) and v in DRAFT7_IDS,
-                        "$schema accepts only the Draft-7 identifier (http or https).")  # fmt: skip
+# D-SCH-004: http or https, with or without the trailing "#", at any node.
+_dialect = _value_check(_is_draft7_id, "$schema accepts only the Draft-7 identifier (http or https).")
 
 
 def _type(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
