@@ -110,11 +110,8 @@ def main(smoke: bool = False, only: list[str] | None = None) -> int:
     console.print(f"machine: {machine_line()}")
     figures: list[Figure] = []
     for name, bench in _registry().items():
-        if only and name not in only:
-            continue
-        if not only and name in OPT_IN:
-            continue
-        figures.extend(bench(smoke))
+        if (name in only) if only else (name not in OPT_IN):
+            figures.extend(bench(smoke))
     table = Table(title="intentref benchmarks" + (" (smoke: figures not meaningful)" if smoke else ""))
     for column in ("benchmark", "ours", "floor/peer", "ratio", "target", ""):
         table.add_column(column)

@@ -370,10 +370,7 @@ def matrix_page(doc: dict[str, Any]) -> str:
                 r = case["results"][name]
                 text = "\n".join([*r["mismatches"], r["detail"]]).strip()
                 symbol = _SYMBOL[r["outcome"]]
-                if text:
-                    cell = f"<details class=d><summary>{symbol}</summary><pre>{e(text)}</pre></details>"
-                else:
-                    cell = symbol
+                cell = f"<details class=d><summary>{symbol}</summary><pre>{e(text)}</pre></details>" if text else symbol
                 cells.append(f"<td class='c {r['outcome']}' title='{e(name)}: {r['outcome']}'>{cell}</td>")
             cites = f" ({e(', '.join(case['decisions']))})" if case["decisions"] else ""
             out.append(f"<tr class=case data-disagree='{int(case['id'] in disagree)}' "

@@ -332,14 +332,13 @@ class ForkedProcess:
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
+        sock = None
         try:
             sock = await _zygote_connection(socket_path, startup_timeout)
-            try:
-                _ask_for_server(sock, argv, [in_r, out_w, err_w])
-            except BaseException:
-                sock.close()
-                raise
+            _ask_for_server(sock, argv, [in_r, out_w, err_w])
         except BaseException:
+            if sock is not None:
+                sock.close()
             for fd in (in_r, in_w, out_r, out_w, err_r, err_w):
                 _close_fd(fd)
             raise
