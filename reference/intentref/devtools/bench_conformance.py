@@ -158,8 +158,8 @@ def figures(smoke: bool) -> list[Figure]:
     every = load_cases()
     normative = select(every, "normative", [], [])
     if smoke:  # a few cases of the shared run: proves the figures work, means nothing
-        every = [case for case in every if not case.bridge_options and "setup" not in case.data][:SMOKE_CASES]
-        normative = [case for case in normative if not case.bridge_options and "setup" not in case.data][:SMOKE_CASES]
+        every, normative = ([c for c in cases if not c.bridge_options and "setup" not in c.data][:SMOKE_CASES]
+                            for cases in (every, normative))  # fmt: skip
     jobs = default_jobs()
     out: list[Figure] = []
 

@@ -264,12 +264,8 @@ def equivalent_entries(repo: pathlib.Path) -> dict[str, str]:
     return {name: code for name, (code, _) in _entries(repo).items()}
 
 
-def message_entries(repo: pathlib.Path) -> set[str]:
-    """The entries under a "## Message ..." heading: mutants that change only a message's text."""
-    return {name for name, (_, section) in _entries(repo).items() if section.startswith("message")}
-
-
 def _entries(repo: pathlib.Path) -> dict[str, tuple[str, str]]:
+    """``{mutant name: (the mutated code quoted, the lower-cased heading it is listed under)}``."""
     path = repo / "spec" / "equivalent-mutants.md"
     if not path.exists():
         return {}
@@ -325,7 +321,8 @@ def summarize(stage: pathlib.Path, repo: pathlib.Path, results_text: str) -> Sum
             survivors.append(name)
     # An entry is judged only in a run that mutated its module (a --paths or --smoke run
     # leaves the other modules' entries alone instead of calling them stale).
-    listed = {name: code for name, code in equivalent_entries(repo).items() if name.rpartition(".")[0] in modules}
+    entries = _entries(repo)
+    listed = {name: code for name, (code, _) in entries.items() if name.rpartition(".")[0] in modules}
     surviving = set(survivors)
     diffs = {name: diff["+"] for name, diff in mutant_diffs(stage, survivors).items()}
     equivalent: list[str] = []
@@ -333,8 +330,9 @@ def summarize(stage: pathlib.Path, repo: pathlib.Path, results_text: str) -> Sum
     for name, code in listed.items():
         same = name in surviving and any(code in line for line in diffs.get(name, []))
         (equivalent if same else stale).append(name)
-    messages = message_entries(repo)
-    return Summary(stats, survivors, equivalent, stale, diffs, [name for name in equivalent if name in messages])
+    # The entries under a "## Message ..." heading change only a message's text.
+    messages = [name for name in equivalent if entries[name][1].startswith("message")]
+    return Summary(stats, survivors, equivalent, stale, diffs, messages)
 
 
 def report(summary: Summary, stage: pathlib.Path, seconds: float, smoke: bool) -> None:
