@@ -1,12 +1,9 @@
 """The Bridge: host-assisted jobs behind prepare / accept / cancel (seed 000 "完整 Bridge 流程").
 
-What lives here is everything the pure ``Job`` leaves out, as the host calls it: the
-BridgeConfig, sessions and the calls they take, each request's members read and checked.
-The jobs those calls open and answer are kept by the Bridge's ledger,
-``intentref.bridge_store`` (records, tokens, replay, conflicts, the shared capacity budget,
-the legacy clocks); its public names are importable from here too.  There is no IO, no
-asyncio and no thread: every call runs to completion and returns a JSON-ready BridgeReply
-dict.  The MCP adapter (``intentref.mcp.server``) and any other transport only move these dicts.
+Here: the BridgeConfig, sessions and each request's members read and checked; the jobs are
+kept by the ledger, ``intentref.bridge_store``, whose public names are importable from here
+too.  No IO, no asyncio, no thread: every call returns a JSON-ready BridgeReply dict, which
+the MCP adapter (``intentref.mcp.server``) and any other transport only move.
 
 Threading (D-BRG-017): a Bridge and all of its sessions share one mutable store and
 take no lock.  Call them from one thread at a time (an asyncio loop, or a lock held by
@@ -19,7 +16,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from intentref.bridge_store import (
@@ -35,7 +32,7 @@ from intentref.bridge_store import (
     JobRecord,
     JobStore,
     UsedStep,
-    config_error,
+    bridge_error,
     error_reply,
     fresh_reply,
     iso_timestamp,
@@ -44,11 +41,11 @@ from intentref.bridge_store import (
     stored_reply,
 )
 from intentref.core import jsonpointer
-from intentref.core.errors import CANCEL_CODES, IntentParseError, Issue, error, self_issue
+from intentref.core.errors import CANCEL_CODES, IntentParseError
 from intentref.core.jsontext import json_type_name
 from intentref.core.limits import MAX_CANCEL_DETAIL_BYTES, utf8_length, well_formed
 from intentref.core.policy import REFERENCE_POLICY, Policy
-from intentref.intent import Intent
+from intentref.intent import Intent, config_error
 
 # The ledger's public names, importable from the Bridge as they always were.
 __all__ = [
@@ -107,7 +104,7 @@ def read_bridge_config(config: Any, policy: Policy = REFERENCE_POLICY, store: ty
 
 def _bridge_input_error(path: str, message: str) -> IntentParseError:
     # D-BRG-001: a parameter fault is an INPUT_INVALID reply of stage bridge naming the member.
-    return error("INPUT_INVALID", "bridge", message, [Issue("INPUT_INVALID", "input", path, message)])
+    return bridge_error("INPUT_INVALID", path, message)
 
 
 def _read_members(request: Any, allowed: tuple[str, ...]) -> Mapping[str, Any]:
@@ -196,16 +193,19 @@ class BridgeSession:
     def closed(self) -> bool:
         return self._closed or self._store.closed
 
+    def _replying(self, call: Callable[[Any], BridgeReply], request: Any) -> BridgeReply:
+        try:
+            return call(request)
+        except IntentParseError as exc:
+            return error_reply(exc, self._store.policy.writer)
+
     # --- prepare ---------------------------------------------------------------------------
 
     def prepare(self, request: Any) -> BridgeReply:
         """Open a job: its first task, or an error reply; nothing is kept on an error."""
         if self.closed:  # D-BRG-004
             raise BridgeClosedError("prepare() on a closed Bridge session")
-        try:
-            return self._prepare(request)
-        except IntentParseError as exc:
-            return error_reply(exc, self._store.policy.writer)
+        return self._replying(self._prepare, request)
 
     def _prepare(self, request: Any) -> BridgeReply:
         now = self._store.sweep()
@@ -215,8 +215,7 @@ class BridgeSession:
         intent = self._store.options.instances.get(name)
         if intent is None:
             message = unknown_instance_message(name, self._store.options.instances)
-            raise error("BRIDGE_INSTANCE_NOT_FOUND", "bridge", message,
-                        [self_issue("BRIDGE_INSTANCE_NOT_FOUND", "/instance", message)])  # fmt: skip
+            raise bridge_error("BRIDGE_INSTANCE_NOT_FOUND", "/instance", message)
         # D-BRG-002: the rest is a parse request, judged exactly as Intent.parse judges it
         # (spec: R-BRG-019); the store decides when, against capacity (D-BRG-012).
         parse_request = {k: v for k, v in request.items() if k != "instance"}
@@ -226,10 +225,7 @@ class BridgeSession:
 
     def accept(self, request: Any) -> BridgeReply:
         """Submit one complete candidate for a step (spec: R-RPY-007)."""
-        try:
-            return self._accept(request)
-        except IntentParseError as exc:
-            return error_reply(exc, self._store.policy.writer)
+        return self._replying(self._accept, request)
 
     def _accept(self, request: Any) -> BridgeReply:
         store = self._store
@@ -244,10 +240,7 @@ class BridgeSession:
 
     def cancel(self, request: Any) -> BridgeReply:
         """End an active job, or repeat a retained job's terminal reply (spec: R-CAN-005..009)."""
-        try:
-            return self._cancel(request)
-        except IntentParseError as exc:
-            return error_reply(exc, self._store.policy.writer)
+        return self._replying(self._cancel, request)
 
     def _cancel(self, request: Any) -> BridgeReply:
         store = self._store
@@ -315,12 +308,9 @@ def create_intent_bridge(
 ) -> IntentBridge:
     """Build a Bridge from a BridgeConfig, or raise CONFIG_INVALID.
 
-    ``clock`` is a monotonic clock in milliseconds, used for the legacy TTLs; ``wall_clock``
-    gives epoch milliseconds for ``expiresAt``.  Both are injectable so tests control time
-    (D-BRG-018).  ``policy`` holds the values decided where the seeds are silent (the
-    capacity defaults, D-LIM-001, and the limits its calls apply); ``store`` is the class
-    whose methods are the Bridge's own decisions (D-BRG-*), ``JobStore`` unless the suite
-    builds a decision variant.
+    ``clock`` (monotonic ms, the legacy TTLs) and ``wall_clock`` (epoch ms, ``expiresAt``) are
+    injectable so tests control time (D-BRG-018).  ``policy`` holds the decided values
+    (D-LIM-001); ``store`` the Bridge's own decisions (D-BRG-*), swapped by a decision variant.
     """
     options = read_bridge_config(config, policy, store)
     return IntentBridge(options, clock or _monotonic_ms, wall_clock or _wall_ms, policy, store)

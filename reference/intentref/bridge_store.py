@@ -1,14 +1,9 @@
 """The Bridge's ledger of jobs: every record it keeps, the rules that keep them, and the replies it retains.
 
-What lives here is the state every session of one Bridge shares (``JobStore``): the job
-records, their used steps and retained replies, the shared capacity budget, reclamation and
-the legacy clocks, with tokens, digests and the retained form of a reply.  The sessions that
-read requests and the Bridge object that hands them out are ``intentref.bridge``'s; they call
-the store, which never calls them back (a session is only a ``JobOwner`` here).
-
-Where a Bridge decision (D-BRG-*) is applied, the rule is a ``JobStore`` method of its own,
-named after what it decides, and the reference path calls each of them.  A decision variant
-is ``JobStore`` with some of those methods swapped
+The state every session of one Bridge shares (``JobStore``): records, used steps, retained
+replies, the capacity budget, reclamation and the legacy clocks.  The sessions
+(``intentref.bridge``) call the store, which never calls them back.  Each Bridge decision
+(D-BRG-*) is a ``JobStore`` method of its own; a decision variant swaps some of them
 (``intentref.suite.alterations.alteration.extend``), never a flag read inside a rule.
 
 Decisions cited as ``D-BRG-NNN`` are written down in ``spec/decisions-bridge.md``.
@@ -28,7 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, NamedTuple, Protocol, TypeVar
 
-from intentref.core.errors import IntentParseError, Issue, error, self_issue
+from intentref.core.errors import IntentParseError, error, self_issue
 from intentref.core.job import Job, Outcome
 from intentref.core.jsontext import dumps_compact
 from intentref.core.limits import (
@@ -40,7 +35,7 @@ from intentref.core.limits import (
 from intentref.core.policy import Policy
 from intentref.core.task import Task
 from intentref.core.writer import Writer
-from intentref.intent import Intent
+from intentref.intent import Intent, config_error
 
 BridgeReply = dict[str, Any]
 Clock = Callable[[], float]
@@ -81,10 +76,6 @@ class BridgeOptions:
     max_replay_bytes: int
     job_ttl_ms: int
     replay_ttl_ms: int
-
-
-def config_error(path: str, message: str) -> IntentParseError:
-    return error("CONFIG_INVALID", "config", message, [Issue("CONFIG_INVALID", "config", path, message)])
 
 
 class JobOwner(Protocol):
@@ -162,18 +153,17 @@ def retained_json(reply: BridgeReply) -> str | None:
     return reply.json_text if isinstance(reply, _RetainedReply) else None
 
 
+def bridge_error(code: str, path: str | None, message: str) -> IntentParseError:
+    """An error of stage bridge whose one issue files its own code at ``path``."""
+    return error(code, "bridge", message, [self_issue(code, path, message)])
+
+
 def not_found_error() -> IntentParseError:
-    return error("BRIDGE_JOB_NOT_FOUND", "bridge", NOT_FOUND_MESSAGE,
-                 [self_issue("BRIDGE_JOB_NOT_FOUND", "/jobId", NOT_FOUND_MESSAGE)])  # fmt: skip
-
-
-def _conflict() -> IntentParseError:
-    return error("BRIDGE_STEP_CONFLICT", "bridge", CONFLICT_MESSAGE,
-                 [self_issue("BRIDGE_STEP_CONFLICT", "/stepToken", CONFLICT_MESSAGE)])  # fmt: skip
+    return bridge_error("BRIDGE_JOB_NOT_FOUND", "/jobId", NOT_FOUND_MESSAGE)
 
 
 def _limit(path: str | None, message: str) -> IntentParseError:
-    return error("LIMIT_EXCEEDED", "bridge", message, [self_issue("LIMIT_EXCEEDED", path, message)])
+    return bridge_error("LIMIT_EXCEEDED", path, message)
 
 
 # --------------------------------------------------------------------------- tokens and time
@@ -272,11 +262,7 @@ def _fork(job: Job) -> Job:
 
 
 class JobStore:
-    """The state every session of one Bridge shares (spec: R-CAP-005, R-CAP-006), and its rules.
-
-    Each Bridge decision (D-BRG-*) is a method of its own, named after what it decides, whose
-    body is the reference's decision; the reference path calls every one of them.
-    """
+    """The state every session of one Bridge shares (spec: R-CAP-005, R-CAP-006), and its rules."""
 
     def __init__(self, options: BridgeOptions, clock: Clock, wall_clock: Clock, policy: Policy) -> None:
         self.options = options
@@ -426,7 +412,7 @@ class JobStore:
     def conflict(self, record: JobRecord, token: bytes, step: UsedStep | None) -> IntentParseError:
         """D-BRG-008: a used token with another candidate, or a token that is not the open step's,
         is BRIDGE_STEP_CONFLICT (``step`` is the used step the token names, if any)."""
-        return _conflict()
+        return bridge_error("BRIDGE_STEP_CONFLICT", "/stepToken", CONFLICT_MESSAGE)
 
     def open_step_of_ended_job(self, record: JobRecord) -> bytes:
         """D-BRG-008: the step that was open when the job was cancelled or expired is answered

@@ -66,27 +66,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--only", action="append", default=[], help="run only the named benchmark (repeatable)")
     p.set_defaults(run=_bench)
 
-    # properties / fuzz / check: each module declares its own arguments and imports its
-    # machinery only when run, so building this parser stays cheap.
+    # Each command module declares its own arguments and imports its machinery only when run,
+    # so building this parser stays cheap.
     from intentref.devtools import mutation
-    from intentref.suite.commands import check, compare, fuzz
+    from intentref.suite.commands import check, compare, fuzz, host, levels, matrix
+    from intentref.suite.commands import conformance as conformance_cli
     from intentref.suite.commands import properties as properties_cli
 
-    for command in (properties_cli, fuzz, check, mutation, compare):
+    for command in (properties_cli, fuzz, check, mutation, compare, levels, matrix, host):
         command.add_parser(sub)
-
-    from intentref.suite.commands import (
-        conformance as conformance_cli,  # argparse only; the runner loads when run
-    )
-    from intentref.suite.commands import levels, matrix
-
-    levels.add_parser(sub)
-    matrix.add_parser(sub)
-
-    from intentref.suite.commands import host as host_cli  # argparse only; the judge loads when run
-
-    host_cli.add_parser(sub)
-
     p = sub.add_parser("conformance", help="run the conformance suite against a target",
                        description=conformance_cli.__doc__.splitlines()[0] if conformance_cli.__doc__ else None)  # fmt: skip
     conformance_cli.add_arguments(p)

@@ -54,7 +54,7 @@ class ModelRequestFailed(ModelExecutorError):
     code = "MODEL_REQUEST_FAILED"
 
 
-def _config_error(path: str, message: str) -> IntentParseError:
+def config_error(path: str, message: str) -> IntentParseError:
     return error("CONFIG_INVALID", "config", message, [Issue("CONFIG_INVALID", "config", path, message)])
 
 
@@ -66,16 +66,16 @@ class Intent:
         # reference's unless the suite builds a decision variant (intentref.core.policy).
         config = {} if config is None else config
         if not isinstance(config, Mapping):
-            raise _config_error("", "an Intent config must be an object.")
+            raise config_error("", "an Intent config must be an object.")
         for key in config:
             if key not in CONFIG_KEYS:
-                raise _config_error("/" + jsonpointer.escape_token(str(key)), f"unknown config member {key!r}.")
+                raise config_error("/" + jsonpointer.escape_token(str(key)), f"unknown config member {key!r}.")
         language = config.get("language", policy.default_language)  # D-CFG-002
         if not has_text(language):
-            raise _config_error("/language", "language must be a non-blank language tag such as zh-CN.")
+            raise config_error("/language", "language must be a non-blank language tag such as zh-CN.")
         attempts = config.get("repairAttempts", DEFAULT_REPAIR_ATTEMPTS)
         if isinstance(attempts, bool) or not isinstance(attempts, int) or not 0 <= attempts <= MAX_REPAIR_ATTEMPTS:
-            raise _config_error("/repairAttempts", f"repairAttempts must be an integer from 0 to {MAX_REPAIR_ATTEMPTS}.")
+            raise config_error("/repairAttempts", f"repairAttempts must be an integer from 0 to {MAX_REPAIR_ATTEMPTS}.")
         self.language: str = language
         self.repair_attempts: int = attempts
         self.policy = policy

@@ -15,22 +15,9 @@ uses lives here::
             with ip.decided("D-BRG-007"):   # an assertion on a value the reference decided
                 ...
 
-* driving a target (``intentref.suite.properties``): ``Example``,
-  ``ExampleSession``, ``UnsupportedByTarget``, ``catalog_instances``,
-  ``generated_instances``, ``available``, ``separate_sessions``, ``DifferentialTarget``,
-  ``Divergence``, ``case_from_calls``;
-* reading replies: ``error_code``, ``issue_paths``, ``step_of``, ``canonical``,
-  ``is_bridge_reply``, ``tool_result``, ``reference_reply``, ``catalog_schema``;
-* levels of a failure (D-CNF-021): ``decided``, ``DecidedAssertion``, ``failure_level``,
-  ``project``, ``FAULT_DECISIONS``;
-* what the strategies take and give: ``RequestPlan`` (from ``plans``), ``Subject`` and ``Broken``
-  (for ``broken_candidates``), the named faults ``CANDIDATE_FAULTS`` / ``CandidateFault`` / ``faults_for``, the
-  reply defects ``REPLY_DEFECTS`` and ``MCP_DEFECTS``, ``SPECIAL_KEYS``, ``DEEP_NESTING``,
-  ``LONE_SURROGATES``, ``payload_sources``, ``schema_paths``, and the two draw sources the
-  generators run on, ``HypothesisDraw`` and ``RandomDraw``.
-
-The property runner's own plumbing (shared runs, call counters, the target registry) stays
-private in ``intentref.suite.properties.targets``.
+It exports what drives a target (``Example``, ``DifferentialTarget``, ...), reads replies
+(``error_code``, ``step_of``, ...), sets the level of a failure (``decided``, D-CNF-021) and
+what the strategies take and give (``RequestPlan``, ``Subject``, ``Broken``, ``CANDIDATE_FAULTS``).
 """
 
 from __future__ import annotations

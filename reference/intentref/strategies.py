@@ -1,38 +1,10 @@
 """Hypothesis strategies for the intent-runtime protocol, for checking any implementation.
 
-Use them like ``hypothesis.strategies``::
-
-    from hypothesis import given, strategies as st
-    from intentref import properties as ip, strategies as ist
-
-    @given(ist.plans("order"), ist.core_candidates(), st.data())
-    def test_order_flow(intentref_target, plan, core, data):
-        with ip.Example(intentref_target) as ex:
-            session = ex.session()
-            task = session.prepare(plan.request)
-            ...
-
-Every name this module exports is a function returning a ``SearchStrategy`` (a test keeps
-it so).  The types the strategies take and give (``RequestPlan``, ``Subject``, ``Broken``), the
-named faults (``CANDIDATE_FAULTS``) and the pieces a property needs to drive a target (``Example``,
-``decided``, ``error_code``, ...) live in ``intentref.properties``.
-
-Everything generated is valid by construction unless its name says otherwise:
-
-* requests and contexts: ``plans`` (a prepare request whose input contains every string
-  value of the data a model would extract), ``requests``, ``contexts``;
-* definitions: ``schemas`` in the supported subset, with keys such as ``~``, ``/``,
-  ``~1`` and ``""``; ``keys`` and ``pointer_tokens`` for JSON Pointer properties;
-* candidates: ``core_candidates`` (any blocker combination), ``data_candidates`` for a
-  given data task payload;
-* faults: ``broken_candidates(subject)`` -> ``(name, Broken(text, expected_code,
-  pointer))``, one of the named faults of ``intentref.properties.CANDIDATE_FAULTS``
-  (``core.blank_normalized_input``, ``data.quote_not_in_source``, ``json.duplicate_key``,
-  ``json.deep_nesting``, ``text.lone_surrogate``, ...);
-* replies: ``bridge_replies`` and ``mcp_tool_results``, valid (real replies of the
-  reference) or malformed in one named way, for decoder tests;
-* wrong calls: ``malformed_requests(op)``, ``cancel_details(total_bytes)``,
-  ``wrong_type_values``.
+Use them like ``hypothesis.strategies``.  Every name this module exports is a function
+returning a ``SearchStrategy`` (a test keeps it so); everything generated is valid by
+construction unless its name says otherwise.  The types the strategies take and give, the named
+faults and the pieces a property needs to drive a target (with an example) live in
+``intentref.properties``.
 """
 
 from __future__ import annotations

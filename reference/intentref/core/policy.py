@@ -1,21 +1,11 @@
 """The reference's decisions where the seeds are silent, as one value passed to what applies them.
 
-Where the seeds are silent the reference decided (``spec/decisions*.md``).  A ``Policy``
-holds the decisions the core and the Bridge apply while they run: the numeric limits as
-plain values (D-LIM-*), and every other decision a conformance variant takes another way.
-An ``Intent``, a ``Job``, a schema ``Definition`` and a Bridge are each *given* their
-policy when they are built (``REFERENCE_POLICY`` unless the caller says otherwise) and
-keep it; nothing here is ambient, so what a call does depends only on the objects it is
-made on (``tests/spec/test_no_ambient_policy.py`` keeps it so).
-
-The suite proves which conformance cases rest on a decision by building the reference
-with another policy (``intentref.suite.alterations.variants``): every normative case must
-still pass, every reference case must fail under a variant of a decision it cites.
-
-What may live here: the frozen ``Policy`` record, whose defaults are the reference's own
-decisions, each field naming the decision it holds (its ``writer`` among them: how replies
-are written, ``intentref.core.writer``); a named limit one of its rules applies; and
-``REFERENCE_POLICY``.
+A ``Policy`` holds the decisions (``spec/decisions*.md``) the core and the Bridge apply: the
+numeric limits (D-LIM-*) and every decision a conformance variant takes another way.  An
+``Intent``, a ``Job``, a ``Definition`` and a Bridge are each *given* their policy when built
+and keep it; nothing is ambient (``tests/spec/test_no_ambient_policy.py``).  The suite builds
+the reference with another policy (``intentref.suite.alterations.variants``) to prove which
+cases rest on a decision.
 """
 
 from __future__ import annotations

@@ -66,8 +66,9 @@ class RequestPolicy(Protocol):
     def select_fields(self, requested: list[str], defined: tuple[str, ...]) -> tuple[str, ...]: ...
 
 
-def _invalid(path: str, message: str, code: str = "INPUT_INVALID") -> IntentParseError:
-    return error(code, "input", message, [Issue(code, "input", path, message)])
+def _invalid(path: str, message: str, code: str = "INPUT_INVALID", issue: str | None = None) -> IntentParseError:
+    """A stage-"input" error whose one issue points at ``path`` (and says ``issue``, if given)."""
+    return error(code, "input", message, [Issue(code, "input", path, issue or message)])
 
 
 def _require_text(value: Any, path: str, what: str) -> str:
@@ -95,12 +96,7 @@ def read_request(request: Any, defined_fields: Sequence[str], policy: RequestPol
         raise error("INPUT_INVALID", "input", BLANK_INPUT_MESSAGE)
     max_input = policy.max_input_bytes
     if utf8_length(text, policy.lone_surrogate_utf8_bytes) > max_input:
-        raise error(
-            "LIMIT_EXCEEDED",
-            "input",
-            f"input exceeds {max_input} UTF-8 bytes.",
-            [Issue("LIMIT_EXCEEDED", "input", "/input", f"input exceeds {max_input} UTF-8 bytes.")],
-        )
+        raise _invalid("/input", f"input exceeds {max_input} UTF-8 bytes.", "LIMIT_EXCEEDED")
 
     context = _read_context(request.get("context"), "context" in request, policy)
     fields = _read_fields(request, defined_fields, policy)
@@ -116,12 +112,8 @@ def _read_context(value: Any, present: bool, policy: RequestPolicy) -> tuple[Sou
         sources: tuple[Source, ...] = (Source("context:0", "background", value),)
     elif isinstance(value, list):
         if len(value) > policy.max_context_messages:
-            raise error(
-                "LIMIT_EXCEEDED",
-                "input",
-                f"context holds more than {policy.max_context_messages} messages.",
-                [Issue("LIMIT_EXCEEDED", "input", "/context", "too many context messages.")],
-            )
+            raise _invalid("/context", f"context holds more than {policy.max_context_messages} messages.",
+                           "LIMIT_EXCEEDED", "too many context messages.")  # fmt: skip
         items = []
         for index, message in enumerate(value):
             path = f"/context/{index}"
@@ -142,12 +134,8 @@ def _read_context(value: Any, present: bool, policy: RequestPolicy) -> tuple[Sou
     else:
         raise _invalid("/context", "context must be a string or an array of messages.")
     if sum(utf8_length(s.content, policy.lone_surrogate_utf8_bytes) for s in sources) > policy.max_context_bytes:
-        raise error(
-            "LIMIT_EXCEEDED",
-            "input",
-            f"context exceeds {policy.max_context_bytes} UTF-8 bytes.",
-            [Issue("LIMIT_EXCEEDED", "input", "/context", "context too large.")],
-        )
+        raise _invalid("/context", f"context exceeds {policy.max_context_bytes} UTF-8 bytes.", "LIMIT_EXCEEDED",
+                       "context too large.")  # fmt: skip
     return sources
 
 
@@ -159,8 +147,7 @@ def _read_fields(request: Mapping[str, Any], defined_fields: Sequence[str], poli
         raise _invalid("/fields", "fields must be an array of top-level field names.")
     max_fields = policy.max_fields_selected
     if len(value) > max_fields:  # D-LIM-002
-        message = f"fields selects more than {max_fields} names."
-        raise error("LIMIT_EXCEEDED", "input", message, [Issue("LIMIT_EXCEEDED", "input", "/fields", message)])
+        raise _invalid("/fields", f"fields selects more than {max_fields} names.", "LIMIT_EXCEEDED")
     defined = set(defined_fields)
     seen: list[str] = []
     for index, name in enumerate(value):

@@ -111,22 +111,43 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _non_negative_integer(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise unsupported(path, "must be a non-negative integer.")
-    yield from ()
+def _value_check(accepts: Callable[[Any], bool], message: str) -> KeywordCheck:
+    """The check of a keyword whose value holds no schema: ``message`` unless ``accepts(value)``."""
+
+    def check(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
+        if not accepts(value):
+            raise unsupported(path, message)
+        yield from ()
+
+    return check
 
 
-def _number(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
-    if not _is_number(value):
-        raise unsupported(path, "must be a number.")
-    yield from ()
+# The predicates with a bound or a comparison are functions, not lambdas, so mutation testing reaches them.
+def _is_non_negative_integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _multiple_of(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
-    if not _is_number(value) or value <= 0:
-        raise unsupported(path, "multipleOf must be a number greater than 0.")
-    yield from ()
+def _is_positive_number(value: Any) -> bool:
+    return _is_number(value) and value > 0
+
+
+def _are_unique_strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value) and len(set(value)) == len(value)
+
+
+def _is_draft7_id(value: Any) -> bool:
+    return isinstance(value, str) and value in DRAFT7_IDS  # a list or dict is not hashable
+
+
+_non_negative_integer = _value_check(_is_non_negative_integer, "must be a non-negative integer.")
+_number = _value_check(_is_number, "must be a number.")
+_multiple_of = _value_check(_is_positive_number, "multipleOf must be a number greater than 0.")
+_required = _value_check(_are_unique_strings, "required must be an array of unique strings.")
+_unique_items = _value_check(lambda v: isinstance(v, bool), "uniqueItems must be a boolean.")
+_text = _value_check(lambda v: isinstance(v, str), "must be a string.")
+_examples = _value_check(lambda v: isinstance(v, list), "examples must be an array.")
+# D-SCH-004: http or https, with or without the trailing "#", at any node.
+_dialect = _value_check(_is_draft7_id, "$schema accepts only the Draft-7 identifier (http or https).")
 
 
 def _type(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
@@ -143,12 +164,6 @@ def _properties(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
         yield f"{path}/{jsonpointer.escape_token(key)}", sub
 
 
-def _required(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
-    if not isinstance(value, list) or any(not isinstance(v, str) for v in value) or len(set(value)) != len(value):
-        raise unsupported(path, "required must be an array of unique strings.")
-    yield from ()
-
-
 def _one_schema(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
     yield path, value
 
@@ -157,12 +172,6 @@ def _items(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
     if isinstance(value, list):
         raise unsupported(path, "tuple (array-form) items are not supported.")
     yield path, value
-
-
-def _unique_items(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
-    if not isinstance(value, bool):
-        raise unsupported(path, "uniqueItems must be a boolean.")
-    yield from ()
 
 
 def _pattern(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
@@ -201,25 +210,6 @@ def _combination(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
         )
     for index, sub in enumerate(value):
         yield f"{path}/{index}", sub
-
-
-def _text(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
-    if not isinstance(value, str):
-        raise unsupported(path, "must be a string.")
-    yield from ()
-
-
-def _examples(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
-    if not isinstance(value, list):
-        raise unsupported(path, "examples must be an array.")
-    yield from ()
-
-
-def _dialect(value: Any, path: str, policy: SchemaPolicy) -> SubSchemas:
-    # D-SCH-004: http or https, with or without the trailing "#", at any node.
-    if not isinstance(value, str) or value not in DRAFT7_IDS:  # a list or dict is not hashable
-        raise unsupported(path, "$schema accepts only the Draft-7 identifier (http or https).")
-    yield from ()
 
 
 # spec: R-SCH-013 .. R-SCH-021 -- the keyword table, one checker each.  Anything missing is unsupported.
@@ -265,8 +255,6 @@ def ecma_regex_compiles(pattern: str) -> bool:
     except regress.RegressError:
         return False
     return True
-
-
 
 
 # --- plain JSON data ------------------------------------------------------------------------

@@ -1,12 +1,7 @@
 """A step the host's model must answer, as the core decides it, before anything is written.
 
-The core (``intentref.core.job``) decides what a step holds: its stage, the request's input
-and context, for a data step the definition, the checked default and the selection, and on
-a repair step what is being repaired.  How that is written -- instructions, the payload's
-members, order and spelling, the format -- is the writer's (``intentref.core.writer``), so a
-``Task`` holds no text of its own.
-
-What may live here: ``Task`` and ``Repair``, plain frozen records.
+How a step is written is the writer's (``intentref.core.writer``), so a ``Task`` holds no text
+of its own.
 """
 
 from __future__ import annotations
@@ -31,11 +26,7 @@ class Repair:
 
 @dataclass(frozen=True)
 class Task:
-    """A step the host's model must answer: what it is given, not yet written.
-
-    ``Writer.model_request`` writes it as instructions, a payload string and a format
-    (spec: R-RPY-002, R-BRG-012); the Bridge writes it into a task reply.
-    """
+    """A step the host's model must answer, written by ``Writer.model_request`` (spec: R-RPY-002, R-BRG-012)."""
 
     stage: str
     language: str

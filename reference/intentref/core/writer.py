@@ -1,26 +1,12 @@
 """How the reference writes what the seeds leave to each runtime's own words and layout.
 
-The seeds fix what a reply *means*: which members a task, its payload, a repair and an error
-carry, and what each holds.  How they are *written* is the reference's to decide
-(``spec/decisions.md``): the instructions' and messages' wording, the payload's members,
-order and JSON spelling, the intent_core schema's spelling, the repair material's shape, the
-codes, stages and pointers an error is written with.  Those are the choices an independent
-implementation most often makes differently, so they are made in one place, after the core
-has decided what happened:
-
-* the core builds a ``Task`` (what the host's model is to be given, not yet written) or an
-  ``IntentParseError`` (what went wrong);
-* a ``Writer`` writes it: the Bridge its replies (``intentref.bridge``), ``Intent.parse``
-  the model requests it hands its executor.
-
-A ``Writer`` is part of the ``Policy`` a Bridge or an Intent is built with.  Another writing
-swaps the method writing one part, as python-jsonschema builds another dialect by swapping
-functions; the suite's decision variants of the decisions named below do exactly that
-(``intentref.suite.alterations.alteration.extend``, ``_variants_boundary``).
-
-What may live here: ``Writer``, one method per part of a reply, each naming the decision it
-applies, and ``REFERENCE_WRITER``.  Nothing here judges anything: which issues an error has,
-and whether a job goes on, are the core's.
+The seeds fix what a reply *means*; how it is *written* (wording, the payload's members, order
+and spelling, the repair material's shape, an error's codes, stages and pointers) is the
+reference's to decide (``spec/decisions.md``), and the choice an independent implementation
+most often makes differently.  So the core decides what happened (a ``Task`` or an
+``IntentParseError``) and a ``Writer``, part of the ``Policy``, writes it: one method per part
+of a reply, each naming its decision, which a decision variant swaps
+(``intentref.suite.alterations.alteration.extend``).  Nothing here judges anything.
 """
 
 from __future__ import annotations

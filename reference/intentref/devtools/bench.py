@@ -9,6 +9,7 @@ its figures mean nothing.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 import platform
@@ -20,13 +21,14 @@ from intentref.devtools.examples import ORDER_CORE, ORDER_DATA, ORDER_INPUT, ORD
 from intentref.devtools.figure import Figure
 
 
-def per_call(fn: Callable[[int], None], calls: int, repeats: int = 5) -> float:
-    """Median seconds per call of ``fn(calls)`` (which makes ``calls`` calls) over repeats."""
+def per_call(fn: Callable[[int], float | None], calls: int, repeats: int = 5) -> float:
+    """Median seconds per call of ``fn(calls)`` (which makes ``calls`` calls, and may return the
+    seconds it timed itself, leaving out its set-up) over repeats."""
     samples = []
     for _ in range(repeats):
         started = time.perf_counter()
-        fn(calls)
-        samples.append((time.perf_counter() - started) / calls)
+        timed = fn(calls)
+        samples.append((time.perf_counter() - started if timed is None else timed) / calls)
     return statistics.median(samples)
 
 
@@ -43,13 +45,13 @@ def bench_core_accept(smoke: bool = False) -> Figure:
     warm.submit(core_text)
     warm.submit(data_text)
 
-    def ours(n: int) -> None:
+    def ours(n: int) -> float:
         jobs = [intent.start({"input": ORDER_INPUT}) for _ in range(n)]
         started = time.perf_counter()
         for job in jobs:
             job.submit(core_text)
             job.submit(data_text)
-        ours.elapsed += time.perf_counter() - started  # type: ignore[attr-defined]
+        return time.perf_counter() - started
 
     def floor(n: int) -> None:
         for _ in range(n):
@@ -58,14 +60,9 @@ def bench_core_accept(smoke: bool = False) -> Figure:
                 hashlib.sha256(text.encode("utf-8")).digest()
                 json.dumps(value, ensure_ascii=False)
 
-    samples = []
-    for _ in range(5):
-        ours.elapsed = 0.0  # type: ignore[attr-defined]
-        ours(calls)
-        samples.append(ours.elapsed / calls)  # type: ignore[attr-defined]
     return Figure(
         "core accept (seed order: core + data)",
-        statistics.median(samples),
+        per_call(ours, calls),
         per_call(floor, calls),
         "s/flow",
         8.0,
@@ -78,39 +75,15 @@ def bench_core_accept(smoke: bool = False) -> Figure:
 OPT_IN = frozenset({"soak"})
 
 
+# Each benchmark module's ``figures(smoke)``, by the name --only takes.
+BENCH_MODULES = {"bridge": "bench_bridge", "mcp": "bench_mcp", "soak": "soak",
+                 "conformance": "bench_conformance", "host": "bench_host"}  # fmt: skip
+
+
 def _registry() -> dict[str, Callable[[bool], list[Figure]]]:
     benches: dict[str, Callable[[bool], list[Figure]]] = {"core": lambda smoke: [bench_core_accept(smoke)]}
-    # Later benchmarks register themselves here when their modules exist.
-    try:
-        from intentref.devtools.bench_bridge import figures as bridge_figures
-
-        benches["bridge"] = bridge_figures
-    except ImportError:  # pragma: no cover - only while a module is being written
-        pass
-    try:
-        from intentref.devtools.bench_mcp import figures as mcp_figures
-
-        benches["mcp"] = mcp_figures
-    except ImportError:  # pragma: no cover
-        pass
-    try:
-        from intentref.devtools.soak import figures as soak_figures
-
-        benches["soak"] = soak_figures  # D-MCP-024: runs only when named (--only soak)
-    except ImportError:  # pragma: no cover
-        pass
-    try:
-        from intentref.devtools.bench_conformance import figures as conformance_figures
-
-        benches["conformance"] = conformance_figures
-    except ImportError:  # pragma: no cover
-        pass
-    try:
-        from intentref.devtools.bench_host import figures as host_figures
-
-        benches["host"] = host_figures
-    except ImportError:  # pragma: no cover
-        pass
+    for name, module in BENCH_MODULES.items():
+        benches[name] = importlib.import_module(f"intentref.devtools.{module}").figures
     return benches
 
 
@@ -137,11 +110,8 @@ def main(smoke: bool = False, only: list[str] | None = None) -> int:
     console.print(f"machine: {machine_line()}")
     figures: list[Figure] = []
     for name, bench in _registry().items():
-        if only and name not in only:
-            continue
-        if not only and name in OPT_IN:
-            continue
-        figures.extend(bench(smoke))
+        if (name in only) if only else (name not in OPT_IN):
+            figures.extend(bench(smoke))
     table = Table(title="intentref benchmarks" + (" (smoke: figures not meaningful)" if smoke else ""))
     for column in ("benchmark", "ours", "floor/peer", "ratio", "target", ""):
         table.add_column(column)

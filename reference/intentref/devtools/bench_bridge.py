@@ -1,14 +1,9 @@
 """Bridge benchmarks, as importable functions returning figures (the CLI wiring is separate).
 
-``bench_accept_retained()``: does a full core accept get slower when the Bridge retains many
-terminal records?  Target: the median with 100,000 retained records is at most 1.2 times the
-median with 100 (reclamation and lookup are O(1), spec: R-CAP-011, D-BRG-013).
-
-``bench_memory()``: does maxReplayBytes bound the process?  Each scenario runs in a fresh
-subprocess that reads its own VmRSS from /proc/self/status.  Target: the resident size after
-200,000 jobs is at most 3 x maxReplayBytes + the RSS of the same process with no jobs.
-
-Linux only (/proc).  Both functions print nothing; they return dicts of figures.
+``bench_accept_retained()``: a core accept with 100,000 retained records takes at most 1.2
+times as long as with 100 (reclamation and lookup are O(1), spec: R-CAP-011, D-BRG-013).
+``bench_memory()``: after 200,000 jobs, a fresh subprocess's VmRSS is at most 3 x maxReplayBytes
++ that of the same process with no jobs (Linux only).
 """
 
 from __future__ import annotations
@@ -41,10 +36,7 @@ def _order_intent() -> Intent:
 
 
 def _accept(session: BridgeSession, task: dict[str, Any], text: str) -> dict[str, Any]:
-    reply: dict[str, Any] = session.accept(
-        {"jobId": task["jobId"], "stepToken": task["stepToken"], "candidateText": text}
-    )
-    return reply
+    return session.accept({"jobId": task["jobId"], "stepToken": task["stepToken"], "candidateText": text})
 
 
 def _run_job(session: BridgeSession, kind: str) -> None:
@@ -111,10 +103,8 @@ def bench_accept_retained(
 ) -> dict[str, Any]:
     """Median latency of a full core accept (fresh job each time) with `large` vs `small` retained.
 
-    Both Bridges live in the same process and are timed in alternating batches, so a change
-    of machine load (other processes, CPU frequency) falls on both alike; timing one after the
-    other measured the load, not the Bridge.  The cyclic GC stays on: its cost over a large
-    heap is part of what is measured.
+    Both Bridges are timed in alternating batches in one process, so a change of machine load
+    falls on both alike.  The cyclic GC stays on: its cost over a large heap is measured too.
     """
     runs = [_Filled(small), _Filled(large)]
     for _ in range(rounds):
@@ -173,9 +163,8 @@ def bench_memory(jobs: int = 200_000, max_replay_bytes: int = 64 * MIB,
                  kinds: tuple[str, ...] = ("full", "cancel")) -> dict[str, Any]:  # fmt: skip
     """RSS after `jobs` jobs per kind, against MEMORY_FACTOR x budget + the empty process.
 
-    maxReplayEntries is set to its maximum so that the byte budget alone bounds retention.
-    "full" jobs retain about 3.8 kB each (a data task and a result); "cancel" jobs about
-    0.1 kB, the case where per-record overhead not counted in maxReplayBytes matters most.
+    maxReplayEntries is at its maximum so the byte budget alone bounds retention; "cancel" jobs
+    (0.1 kB each) are where per-record overhead not counted in maxReplayBytes matters most.
     """
     baseline = _in_subprocess(0, max_replay_bytes, "full")
     limit_kib = (MEMORY_FACTOR * max_replay_bytes) // 1024 + baseline["rssKiB"]

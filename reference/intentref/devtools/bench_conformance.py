@@ -6,36 +6,18 @@ from the moment the first case is done, so the one-off start-up (the SDK's impor
 server process) is left out.
 
 * **The budget** (issue 5): every case against the bundled reference over stdio, at least
-  100 cases/s, so the floor is 0.01 s per case with a target ratio of 1.0.
+  100 cases/s (0.01 s per case, ratio 1.0).
 * **An outside command against the bundled path** (issue 22): the normative level against
-  the same reference started as an outside command would be (``stdio:intent-runtime-mcp
-  --config {config}``: a process of its own for every run, nothing forked) against the
-  bundled target, whose server processes fork from a pre-imported zygote (D-CNF-006: the
-  one fast path only the bundled reference has, named here).  The outside run must reach
-  half the bundled speed: ratio of seconds per case <= 2.  Its description gives the outside
-  server's own cost of refusing a configuration at start, which the cases that expect a
-  refusal pay once each (D-CNF-051), and the bundled target started cold (``--cold-start``:
-  its servers started as the outside command's are), which shows what the fork path alone is
-  worth: the suite's own work is the same for both.
-* **HTTP against stdio** (issue 27): the bundled reference over streamable HTTP against the
-  same server over stdio: ratio <= 1.25 (HTTP at >= 80 % of stdio's cases/s).  Over the whole
-  normative level each side counts the cases it reports unsupported, and HTTP runs a third
-  fewer (no Bridge options, no instances of a case's own), so the figure is given twice: over
-  the normative level, and like for like on exactly the cases HTTP ran.
-* **Scaling** (issue 27): each of those at the default ``--jobs`` (the CPUs this process may
-  use) against ``--jobs 1``: the speed-up is printed; the target, 1.8x, applies only where
-  there are at least two CPUs, and where every run of the suite is a server process too
-  (stdio, HTTP) ``--jobs 1`` already keeps more than one CPU busy, so the figure says how
-  much of the second CPU the workers win.  Its ``--jobs 1`` run is also weighed in CPU: the
-  CPU seconds of the whole run (this process and every process it started, reaped: workers,
-  the zygote and the servers it forked, server processes) over its wall seconds is how many
-  CPUs it kept busy, and the CPUs there are over that is the most any ``--jobs`` can win here
-  (``scaling_ceiling``).
-* **Scaling with the machine** (issue 27, measured as its table was, with ``taskset``): the
-  same default run on one CPU (this command's child pinned to the first CPU it may use, as
-  ``taskset -c`` pins it: every worker, zygote and server inherits that) against all of
-  them, target 1.8x.  Unlike ``--jobs 1``, one CPU cannot run the suite and a server side by
-  side, so this is the figure that says whether the suite's speed grows with the machine.
+  ``stdio:intent-runtime-mcp --config {config}`` (a process per run, nothing forked) against
+  the bundled target, whose servers fork from a pre-imported zygote (D-CNF-006): ratio <= 2.
+  Its description adds the outside server's cost of refusing a configuration (D-CNF-051) and
+  the bundled target started cold (``--cold-start``): what the fork path alone is worth.
+* **HTTP against stdio** (issue 27): ratio <= 1.25, over the normative level and like for
+  like on exactly the cases HTTP ran (it runs none with Bridge options or instances of its own).
+* **Scaling** (issue 27): each of those at the default ``--jobs`` against ``--jobs 1``
+  (target 1.8x where there are two CPUs), the ``--jobs 1`` run also weighed in CPU seconds
+  over wall seconds (``scaling_ceiling``); and the default run pinned to one CPU, as
+  ``taskset -c`` pins it, against all of them: whether the suite's speed grows with the machine.
 """
 
 from __future__ import annotations
@@ -70,12 +52,8 @@ def _outside_command() -> str:
 
 
 def cpu_seconds() -> float:
-    """User and system CPU seconds of this process and of every descendant reaped so far.
-
-    A process's CPU reaches its parent's ``RUSAGE_CHILDREN`` when the parent waits for it, and
-    so on up: a server forked by the zygote counts once the zygote has reaped it and the
-    runner has reaped the zygote.  ``workers.execute`` returns only after that.
-    """
+    """User and system CPU seconds of this process and of every descendant reaped so far
+    (``workers.execute`` returns only once the zygote and every server are reaped)."""
     return sum(usage.ru_utime + usage.ru_stime
                for usage in (resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)))  # fmt: skip
 
@@ -93,13 +71,8 @@ class Ceiling:
 
 
 def scaling_ceiling(cpu: float, wall: float, cpus: int) -> Ceiling:
-    """The speed-up ``cpus`` CPUs allow a run that used ``cpu`` CPU seconds in ``wall`` seconds.
-
-    More workers cannot make the same cases cost less CPU (each worker builds its own targets
-    and servers: if anything, more), and ``cpus`` CPUs give at most ``cpus`` CPU seconds a
-    second: so a run that already keeps ``busy`` CPUs busy can be at most ``cpus / busy`` times
-    faster.  ``busy`` may exceed ``cpus`` on a noisy reading; then no speed-up is left.
-    """
+    """The speed-up ``cpus`` CPUs allow a run that used ``cpu`` CPU seconds in ``wall`` seconds:
+    more workers cannot make the same cases cost less CPU, so at most ``cpus / busy``."""
     if wall <= 0 or cpu <= 0 or cpus < 1:
         raise ValueError(f"a run needs positive wall and CPU seconds and at least one CPU: {cpu=} {wall=} {cpus=}")
     busy = cpu / wall
@@ -143,11 +116,7 @@ def _first_cpu() -> set[int]:
 
 
 def _measure_on_one_cpu(spec_text: str, level: str) -> float:
-    """Seconds per case of the default run of ``level`` in a child pinned to one CPU (as ``taskset -c``).
-
-    The child reports the CPUs it may use and the ``--jobs`` its default gave; anything but
-    one and one means the pin did not hold, and no figure is made of it.
-    """
+    """Seconds per case of the default run of ``level`` in a child pinned to one CPU (as ``taskset -c``)."""
     one = _first_cpu()
     if not one:
         raise RuntimeError("this system cannot pin a process to a CPU")
@@ -189,8 +158,8 @@ def figures(smoke: bool) -> list[Figure]:
     every = load_cases()
     normative = select(every, "normative", [], [])
     if smoke:  # a few cases of the shared run: proves the figures work, means nothing
-        every = [case for case in every if not case.bridge_options and "setup" not in case.data][:SMOKE_CASES]
-        normative = [case for case in normative if not case.bridge_options and "setup" not in case.data][:SMOKE_CASES]
+        every, normative = ([c for c in cases if not c.bridge_options and "setup" not in c.data][:SMOKE_CASES]
+                            for cases in (every, normative))  # fmt: skip
     jobs = default_jobs()
     out: list[Figure] = []
 
@@ -207,7 +176,10 @@ def figures(smoke: bool) -> list[Figure]:
     tallies: dict[str, Counter[str]] = {}
     ceilings: dict[str, Ceiling] = {}
     http_ran: list[Any] = []
-    for name, spec in (("bundled", "reference"), ("outside", f"stdio:{_outside_command()}"), ("http", "http-reference")):
+    targets = (("bundled", "bundled reference over stdio", "reference"),
+               ("outside", "outside stdio command", f"stdio:{_outside_command()}"),
+               ("http", "bundled reference over HTTP", "http-reference"))  # fmt: skip
+    for name, _, spec in targets:
         for run_jobs in (None, 1):
             measured = _measure(spec, normative, run_jobs)
             rates[name, run_jobs] = measured.per_case
@@ -253,9 +225,6 @@ def figures(smoke: bool) -> list[Figure]:
         f"the {len(http_ran)} normative cases HTTP runs, over HTTP ({1 / same_http:.0f} cases/s) and over "
         f"stdio ({1 / same_stdio:.0f} cases/s): {same_stdio / same_http:.0%}",
     ))  # fmt: skip
-    targets = (("bundled", "bundled reference over stdio", "reference"),
-               ("outside", "outside stdio command", f"stdio:{_outside_command()}"),
-               ("http", "bundled reference over HTTP", "http-reference"))  # fmt: skip
     for name, label, _ in targets:
         speedup = rates[name, 1] / rates[name, None]
         out.append(Figure(

@@ -1,27 +1,12 @@
 """MCP benchmark: a round trip of the accept tool against a no-op tool, same server, same run.
 
-The server is the reference's own, built by ``intentref.mcp.server`` with two tools added
-through its public ``extra_tools`` (D-MCP-015): ``python -m intentref.devtools.bench_mcp
---config FILE`` serves stdio like ``intent-runtime-mcp --config FILE``, plus
-
-* ``bench_noop``, which returns a fixed tiny result without touching the Bridge, and
-* ``bench_replay``, which returns a data-task result built once at start (the seed's order
-  job, prepared and its core candidate accepted on a Bridge of its own), so it carries the
-  same bytes both ways as the measured accept without any Bridge work.
-
-The production command serves neither, whatever its environment.  The SDK's own
-``mcp.Client`` drives this server over stdio in both eras the SDK offers (the 2026-07-28
-default and the 2025 handshake), one connection per era:
-
-* ours: the accept of seed 000's core candidate on a freshly prepared job, which yields
-  the data task (the jobs are prepared before the timed loop and cancelled after it);
-* floor: ``bench_noop`` over the same connection -- the protocol's own round trip (client
-  serialisation, the pipe, the SDK's dispatch, the reply's parsing).
-
-The ratio is what the adapter and the Bridge add to a tool call.  Target: at most 1.25x.
-The diagnostic ratio against ``bench_replay`` is what is left once the protocol's own cost
-of carrying a data task is in the floor too (printed as the replay-to-no-op ratio: when it
-is near the target, no Bridge can meet the target).
+``python -m intentref.devtools.bench_mcp --config FILE`` serves stdio like
+``intent-runtime-mcp --config FILE`` plus two tools added through ``extra_tools``
+(D-MCP-015): ``bench_noop`` returns a fixed tiny result, ``bench_replay`` a data-task result
+built once at start (the same bytes both ways as the measured accept, without Bridge work).
+``mcp.Client`` drives it in both eras, one connection each: ours is the accept of seed 000's
+core candidate on a freshly prepared job, the floor ``bench_noop``, the protocol's own round
+trip.  The ratio is what the adapter and the Bridge add to a tool call; target: at most 1.25x.
 """
 
 from __future__ import annotations
@@ -183,21 +168,14 @@ async def _measure(config_file: Path, mode: str, smoke: bool) -> tuple[float, fl
             return seconds
 
         await noop_round()  # warm every path: validators, lazy imports, caches
-        ours: list[float] = []
-        floor: list[float] = []
-        same_bytes: list[float] = []
+        timed: dict[Callable[[], Awaitable[float]], list[float]] = {accept_round: [], noop_round: [], replay_round: []}
         for index in range(rounds + 1):
             # Alternate which side goes first, so drift within a round favours neither.
-            if index % 2:
-                floor.append(await noop_round())
-                ours.append(await accept_round())
-                same_bytes.append(await replay_round())
-            else:
-                ours.append(await accept_round())
-                same_bytes.append(await replay_round())
-                floor.append(await noop_round())
+            for side in (noop_round, accept_round, replay_round) if index % 2 else (accept_round, replay_round, noop_round):
+                timed[side].append(await side())
     # Round 0 was the warm-up of the accept and replay paths.
-    return statistics.median(ours[1:]), statistics.median(floor[1:]), statistics.median(same_bytes[1:])
+    ours, floor, same_bytes = (statistics.median(seconds[1:]) for seconds in timed.values())
+    return ours, floor, same_bytes
 
 
 def bench_accept_round_trip(smoke: bool = False, mode: str = "auto", era: str = "2026-07-28") -> Figure:

@@ -1,31 +1,15 @@
 """``intentref mutation``: mutation testing of the reference core and Bridge with mutmut 3.x.
 
-mutmut names each mutant after the path of its file below ``./``, ``src/`` or ``source/``
-and puts ``mutants/<that folder>`` first on ``sys.path``; our package lives in
-``reference/intentref``, so mutmut cannot run in the checkout itself (the mutants would be
-named ``reference.intentref...`` while the tests import ``intentref...``, and the tests
-would import the original code).  This command therefore runs mutmut in a staging folder,
-``build/mutation/<profile>/``, laid out the way mutmut expects:
-
-    src/            -> link to reference/ (the package, mutated in mutants/src/intentref)
-    tests/          the test folders mutmut runs (links), not tests/node and its packages
-    conformance/, properties/, spec/  -> links (the data the tests read)
-    pyproject.toml  the checkout's, with the profile's [tool.mutmut] table
-
-mutmut copies all of it into ``<stage>/mutants/``, runs the tests there (in its own
-process, so ``import intentref`` resolves to the mutated copy: the checkout's path is
-taken off ``sys.path``), and this command then runs ``mutmut export-cicd-stats`` and
-prints the counts of ``<stage>/mutants/mutmut-cicd-stats.json`` and the score.
-
-Profiles: the full run uses ``[tool.mutmut]`` of ``pyproject.toml`` as it stands; ``--smoke``
-(what CI runs, well under two minutes) mutates ``text.py`` and ``jsonpointer.py`` only,
-with the tests that exercise them.  ``--paths`` replaces the files to mutate.
+mutmut names each mutant after its file's path below ``src/`` and puts ``mutants/src`` first
+on ``sys.path``; our package lives in ``reference/intentref``, so mutmut runs in a staging
+folder, ``build/mutation/<profile>/``, laid out the way it expects: ``src`` links to
+``reference/``, ``tests/`` holds links to the selected test folders (not tests/node and its
+packages), ``conformance/``, ``properties/`` and ``spec/`` are links, and ``pyproject.toml`` is
+the checkout's with the profile's ``[tool.mutmut]`` table.
 
 Score = (killed + timeout) / (total - equivalent), where *equivalent* counts the surviving
-mutants listed in ``spec/equivalent-mutants.md`` (each with the mutated code and a one-line
-reason) and a timeout is a mutant that made the tests hang, so they did not pass; the
-strict score, killed / (total - equivalent), is printed beside it.  Survivors, no-tests and
-every other verdict count against both.
+mutants listed in ``spec/equivalent-mutants.md`` (a timeout made the tests hang, so they did
+not pass); the strict score, killed / (total - equivalent), is printed beside it.
 """
 
 from __future__ import annotations
@@ -196,15 +180,9 @@ class Summary:
                 "staleEquivalent": self.stale}  # fmt: skip
 
 
-def _toml_value(value: Any) -> str:
-    # JSON's strings, numbers, booleans and arrays of them are TOML too.
-    return json.dumps(value, ensure_ascii=False)
-
-
 def mutmut_table(config: dict[str, Any]) -> str:
-    lines = ["[tool.mutmut]"]
-    lines += [f"{key} = {_toml_value(value)}" for key, value in config.items()]
-    return "\n".join(lines) + "\n"
+    # JSON's strings, numbers, booleans and arrays of them are TOML too.
+    return "[tool.mutmut]\n" + "".join(f"{key} = {json.dumps(value, ensure_ascii=False)}\n" for key, value in config.items())
 
 
 def replace_mutmut_table(pyproject_text: str, config: dict[str, Any]) -> str:
@@ -281,26 +259,13 @@ def prepare_stage(repo: pathlib.Path, stage: pathlib.Path, config: dict[str, Any
     (stage / "pyproject.toml").write_text(replace_mutmut_table(text, config), "utf-8")
 
 
-def _mutmut(stage: pathlib.Path, *args: str, capture: bool = False) -> subprocess.CompletedProcess[str]:
-    # A process of its own: this one has imported the unmutated intentref already.
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    return subprocess.run([sys.executable, "-m", "mutmut", *args], cwd=stage, env=env, text=True,
-                          capture_output=capture, check=False)  # fmt: skip
-
-
 def equivalent_entries(repo: pathlib.Path) -> dict[str, str]:
     """``{mutant name: the mutated code the entry quotes}`` from spec/equivalent-mutants.md."""
     return {name: code for name, (code, _) in _entries(repo).items()}
 
 
-def message_entries(repo: pathlib.Path) -> set[str]:
-    """The entries under a "## Message ..." heading: mutants that change only a message's text."""
-    return {name for name, (_, section) in _entries(repo).items() if section.startswith("message")}
-
-
 def _entries(repo: pathlib.Path) -> dict[str, tuple[str, str]]:
+    """``{mutant name: (the mutated code quoted, the lower-cased heading it is listed under)}``."""
     path = repo / "spec" / "equivalent-mutants.md"
     if not path.exists():
         return {}
@@ -318,7 +283,7 @@ def mutant_diffs(stage: pathlib.Path, names: Sequence[str]) -> dict[str, dict[st
     """``{name: {"-": removed lines, "+": added lines}}`` of the named mutants ("*": all unchecked)."""
     if not names:
         return {}
-    done = _python(stage, _DIFFS, stdin=json.dumps(list(names)))
+    done = _python(stage, "-c", _DIFFS, stdin=json.dumps(list(names)))
     if done.returncode != 0:
         print(f"could not read the mutants' diffs: {done.stderr.strip()[-500:]}", file=sys.stderr)
         return {}
@@ -326,20 +291,21 @@ def mutant_diffs(stage: pathlib.Path, names: Sequence[str]) -> dict[str, dict[st
     return diffs
 
 
-def _python(stage: pathlib.Path, code: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    return subprocess.run([sys.executable, "-c", code, *args], cwd=stage, env=env, input=stdin, text=True,
-                          capture_output=True, check=False)  # fmt: skip
+def _python(stage: pathlib.Path, *args: str, stdin: str | None = None, capture: bool = True) -> subprocess.CompletedProcess[str]:
+    # A process of its own: this one has imported the unmutated intentref already.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"PYTHONDONTWRITEBYTECODE": "1"}
+    return subprocess.run([sys.executable, *args], cwd=stage, env=env, input=stdin, text=True,
+                          capture_output=capture, check=False)  # fmt: skip
 
 
 def skip_message_wording(stage: pathlib.Path, children: str) -> int:
     """Generate the mutants, then record the message-wording ones as skipped; how many."""
-    generated = _python(stage, _GENERATE, children)
+    generated = _python(stage, "-c", _GENERATE, children, stdin="")
     if generated.returncode != 0:
         raise RuntimeError(f"generating the mutants failed: {generated.stderr.strip()[-800:]}")
     diffs = mutant_diffs(stage, ["*"])
     wording = sorted(name for name, diff in diffs.items() if is_message_wording(diff["-"], diff["+"]))
-    skipped = _python(stage, _SKIP, stdin=json.dumps(wording))
+    skipped = _python(stage, "-c", _SKIP, stdin=json.dumps(wording))
     if skipped.returncode != 0:
         raise RuntimeError(f"recording the skipped mutants failed: {skipped.stderr.strip()[-800:]}")
     return len(wording)
@@ -355,7 +321,8 @@ def summarize(stage: pathlib.Path, repo: pathlib.Path, results_text: str) -> Sum
             survivors.append(name)
     # An entry is judged only in a run that mutated its module (a --paths or --smoke run
     # leaves the other modules' entries alone instead of calling them stale).
-    listed = {name: code for name, code in equivalent_entries(repo).items() if name.rpartition(".")[0] in modules}
+    entries = _entries(repo)
+    listed = {name: code for name, (code, _) in entries.items() if name.rpartition(".")[0] in modules}
     surviving = set(survivors)
     diffs = {name: diff["+"] for name, diff in mutant_diffs(stage, survivors).items()}
     equivalent: list[str] = []
@@ -363,8 +330,9 @@ def summarize(stage: pathlib.Path, repo: pathlib.Path, results_text: str) -> Sum
     for name, code in listed.items():
         same = name in surviving and any(code in line for line in diffs.get(name, []))
         (equivalent if same else stale).append(name)
-    messages = message_entries(repo)
-    return Summary(stats, survivors, equivalent, stale, diffs, [name for name in equivalent if name in messages])
+    # The entries under a "## Message ..." heading change only a message's text.
+    messages = [name for name in equivalent if entries[name][1].startswith("message")]
+    return Summary(stats, survivors, equivalent, stale, diffs, messages)
 
 
 def report(summary: Summary, stage: pathlib.Path, seconds: float, smoke: bool) -> None:
@@ -422,23 +390,23 @@ def run(smoke: bool = False, paths: Sequence[str] = (), max_children: int | None
     started = time.monotonic()
     names: list[str] = []
     if retest_survivors:
-        listed = _mutmut(stage, "results", capture=True)
+        listed = _python(stage, "-m", "mutmut", "results")
         names = [line.strip().rpartition(": ")[0] for line in listed.stdout.splitlines()
                  if line.strip().endswith(": survived")]  # fmt: skip
         if not names:
             print("no surviving mutants to retest")
     if not (keep or retest_survivors or mutate_messages):
         print(f"{skip_message_wording(stage, children)} mutants only reword a message sentence: recorded as skipped")
-    done = _mutmut(stage, "run", "--max-children", children, *names)
+    done = _python(stage, "-m", "mutmut", "run", "--max-children", children, *names, capture=False)
     if done.returncode != 0:
         print(f"mutmut run failed (exit status {done.returncode}); see its output above", file=sys.stderr)
         return done.returncode or 1
     seconds = time.monotonic() - started
-    exported = _mutmut(stage, "export-cicd-stats", capture=True)
+    exported = _python(stage, "-m", "mutmut", "export-cicd-stats")
     if exported.returncode != 0:
         print(exported.stdout + exported.stderr, file=sys.stderr)
         return exported.returncode
-    results = _mutmut(stage, "results", "--all", "true", capture=True)  # every mutant: the modules this run mutated
+    results = _python(stage, "-m", "mutmut", "results", "--all", "true")  # every mutant: the modules this run mutated
     summary = summarize(stage, repo, results.stdout)
     report(summary, stage, seconds, smoke)
     if min_score is not None and summary.score < min_score:

@@ -1,30 +1,16 @@
 """``intentref bench --only soak``: legitimate HTTP clients beside abusive ones, then alone (D-MCP-024).
 
-Two runs, one per Bridge size: the default (``maxJobs`` 1,024) and a small Bridge
-(``--max-jobs 16``), where the fair share (D-MCP-025) leaves the legitimate clients only the
-slots a hoarder cannot take.  Each run is phases of the same length, each against a fresh
-``intent-runtime-mcp --http 127.0.0.1:0`` with its default options otherwise (what an
-operator runs), in rounds of one of each kind whose order alternates, so that drifting load
-on a shared machine weighs on both kinds alike:
+Two runs, one per Bridge size: the default and ``--max-jobs 16``, where the fair share
+(D-MCP-025) leaves the legitimate clients only the slots a hoarder cannot take.  Each run
+alternates phases of the same length, each against a fresh ``intent-runtime-mcp --http
+127.0.0.1:0``: ``with abusers`` (legitimate SDK clients in both eras running seed 000's order
+flow, each flow with its own order number, beside another process's job hoarders, slow
+senders, 16 MiB bodies, garbage and a cross-client prober) and ``alone`` (the same load).
 
-1. ``with abusers``: N well-behaved SDK clients, half in the 2025 handshake era and half in
-   the 2026-07-28 era, run seed 000's order flow (prepare, core candidate, data candidate)
-   over and over, each flow with its own order number; beside them, in another process,
-   abusers run for the whole phase: job hoarders (two handshake sessions and a 2026-07-28
-   client, one after another, that prepare until refused and never answer), slow senders (a byte a second of a
-   request head, or of a body), 16 MiB bodies back to back, garbage (bodies that are not
-   JSON, bytes that are not HTTP) and a cross-client prober (another session's jobId, and
-   made-up ones).
-2. ``alone``: the same legitimate load, no abusers.
-
-It prints legit flows/s in each phase and their ratio (target >= 0.8), legit errors (target
-0), lost or mixed-up jobs (a flow whose result is not its own order number; target 0), flow
-latency p50/p99, the server's peak resident memory in the abuse phase against
-``RSS_BOUND_MIB``, and what each abuser met.  Only loopback is used: the server listens on
-127.0.0.1 and every client connects from it.  A 2026-07-28 client is its address with the
-clientInfo it declares (D-MCP-026), so each client here declares its own name, as distinct
-programs do; clients declaring one name would be one client.  Every loop is bounded by the
-phase's deadline and by a count.
+It prints legit flows/s in each phase and their ratio (target >= 0.8), legit errors and
+lost or mixed-up jobs (target 0), latency, the server's peak memory against
+``RSS_BOUND_MIB`` and what each abuser met.  Each client declares its own clientInfo name,
+as distinct programs do (D-MCP-026); every loop is bounded by the phase's deadline and a count.
 """
 
 from __future__ import annotations
@@ -41,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -136,6 +123,14 @@ class _Server:
         return err.decode("utf-8", "replace")
 
 
+def _until(deadline: float) -> Iterator[int]:
+    """0, 1, 2, ... while the phase's deadline is ahead, at most MAX_ABUSER_ITERATIONS times."""
+    for index in range(MAX_ABUSER_ITERATIONS):
+        if time.monotonic() >= deadline:
+            return
+        yield index
+
+
 # --------------------------------------------------------------------------- legitimate clients
 
 
@@ -163,9 +158,7 @@ async def _legit_worker(url: str, mode: str, worker: int, deadline: float, phase
         return reply if isinstance(reply, dict) else {"kind": "none"}
 
     async with Client(url, mode=mode, client_info=_named(f"soak-legit-{worker}")) as client:
-        for flow in range(MAX_ABUSER_ITERATIONS):
-            if time.monotonic() >= deadline:
-                return
+        for flow in _until(deadline):
             number = f"{worker:02d}{flow:04d}"
             text_input, core, data = _candidates(number)
             started = time.perf_counter()
@@ -243,9 +236,7 @@ async def _hoarder(
 
 async def _slow_sender(address: tuple[str, int], body: bool, deadline: float, stats: dict[str, Any]) -> None:
     """A byte a second of a request head (or, after a whole head, of a body), reconnecting when cut off."""
-    for _ in range(MAX_ABUSER_ITERATIONS):
-        if time.monotonic() >= deadline:
-            return
+    for _ in _until(deadline):
         try:
             reader, writer = await asyncio.open_connection(*address)
         except OSError:
@@ -278,9 +269,7 @@ async def _big_bodies(address: tuple[str, int], deadline: float, stats: dict[str
     """16 MiB bodies back to back, never honouring Retry-After; each is sent until the server answers."""
     prefix = b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"pad":"'
     body = memoryview(prefix + b"x" * (BIG_BODY - len(prefix) - 3) + b'"}}')
-    for _ in range(MAX_ABUSER_ITERATIONS):
-        if time.monotonic() >= deadline:
-            return
+    for _ in _until(deadline):
         try:
             reader, writer = await asyncio.open_connection(*address)
             writer.write(_head(address, len(body), "Mcp-Protocol-Version: 2026-07-28\r\n"))
@@ -301,9 +290,7 @@ async def _big_bodies(address: tuple[str, int], deadline: float, stats: dict[str
 async def _garbage(address: tuple[str, int], deadline: float, stats: dict[str, Any]) -> None:
     rng = random.Random(7)
     junk = [rng.randbytes(256) for _ in range(64)]  # made once: the abuser's CPU is not the server's
-    for i in range(MAX_ABUSER_ITERATIONS):
-        if time.monotonic() >= deadline:
-            return
+    for i in _until(deadline):
         try:
             reader, writer = await asyncio.open_connection(*address)
             piece = junk[i % len(junk)]
@@ -330,9 +317,7 @@ async def _cross_client(url: str, deadline: float, stats: dict[str, Any], hoarde
         Client(url, mode="legacy", client_info=_named("soak-thief")) as thief,
         Client(url, client_info=_named("soak-stranger")) as stranger,
     ):
-        for _ in range(MAX_ABUSER_ITERATIONS):
-            if time.monotonic() >= deadline:
-                return
+        for _ in _until(deadline):
             task = (await owner.call_tool(PREPARE_TOOL, {"instance": "orders", "input": ORDER_INPUT})).structured_content
             if not task or task.get("kind") != "task":
                 await asyncio.sleep(0.2)

@@ -56,11 +56,7 @@ LEVEL_COLUMNS_WIDTH = 120
 
 
 def summary_table(rows: Sequence[Row], titles: dict[str, str] | None = None, levels: bool = True) -> Table:
-    """One row per area (its code, then its title when ``titles`` has one), then the total.
-
-    Headers never wrap or shorten (``min_width``, ``no_wrap``); on a narrow console the area
-    column wraps its title.  ``levels`` adds the normative and reference columns.
-    """
+    """One row per area (its code, then its title), then the total; headers never wrap or shorten."""
     titles = titles or {}
     table = Table(title="Conformance by area", title_justify="left")
     table.add_column("Area", ratio=1, min_width=len("Area"), overflow="fold")
@@ -156,11 +152,11 @@ def print_summary(console: Console, report: Report, titles: dict[str, str] | Non
         for row in errored:
             console.print(_case_heading(row))
             console.print(Text("    " + clean_text(row.detail or "(no detail)")), soft_wrap=True)
-    flaky = model.flaky_rows(rows)
-    if flaky:  # spec: D-CNF-065
+    flaky = [row for row in rows if row.flaky]
+    if flaky:  # spec: D-CNF-065 -- the outcome changed from one run of --repeat to another
         console.print(Text(f"Flaky ({len(flaky)}): the outcome changed from one run to another", style="bold yellow"))
         for row in flaky:
-            console.print(Text(f"  {row.label}: {model.flaky_text(row)}", style="yellow"), soft_wrap=True)
+            console.print(Text(f"  {row.label}: {', '.join(row.flaky)}", style="yellow"), soft_wrap=True)
     reasons = model.unsupported_reasons(rows)
     if reasons:
         console.print(Text(f"Unsupported ({sum(n for _, n in reasons)}), by reason (not failures):", style="bold"))
@@ -175,11 +171,8 @@ def print_summary(console: Console, report: Report, titles: dict[str, str] | Non
 class LiveProgress:
     """Progress while the cases run: one live bar on a terminal, one plain line per area elsewhere.
 
-    ``advance`` has the runner's ``on_outcome`` signature.  On a terminal the bar is the only
-    thing drawn (its tally counts failures as they come; the summary lists them).  When the
-    console is not a terminal (a CI log, a pipe) a line is written as each area's last case
-    ends -- no cursor movement, no colour.  Without ``cases`` the areas are unknown and a line
-    is written per case instead.
+    ``advance`` has the runner's ``on_outcome`` signature.  Off a terminal (a CI log, a pipe)
+    a line is written as each area's last case ends, or per case without ``cases``.
     """
 
     def __init__(self, console: Console, total: int, description: str = "conformance",
@@ -242,8 +235,6 @@ class LiveProgress:
         if sum(area.values()) == self._area_total[case.area]:
             self.console.file.write(f"[{self.done:>{width}}/{self.total}] {case.area}: "
                                     f"{self._area_total[case.area]} cases, {self._tally_text(area)}\n")  # fmt: skip
-
-
 
 
 def print_scenarios(report: Report) -> None:

@@ -211,7 +211,7 @@ def _what_went_wrong(row: Row) -> str:
 
 def _flaky_note(row: Row) -> str:
     # spec: D-CNF-065 -- the outcome of each run of --repeat, when they differ.
-    return f'<p class="flaky">flaky: {_e(model.flaky_text(row))}</p>' if row.flaky else ""
+    return f'<p class="flaky">flaky: {_e(", ".join(row.flaky))}</p>' if row.flaky else ""
 
 
 def _trace_block(row: Row) -> str:
@@ -371,10 +371,7 @@ def matrix_page(doc: dict[str, Any]) -> str:
                 r = case["results"][name]
                 text = "\n".join([*r["mismatches"], r["detail"]]).strip()
                 symbol = _SYMBOL[r["outcome"]]
-                if text:
-                    cell = f"<details class=d><summary>{symbol}</summary><pre>{e(text)}</pre></details>"
-                else:
-                    cell = symbol
+                cell = f"<details class=d><summary>{symbol}</summary><pre>{e(text)}</pre></details>" if text else symbol
                 cells.append(f"<td class='c {r['outcome']}' title='{e(name)}: {r['outcome']}'>{cell}</td>")
             cites = f" ({e(', '.join(case['decisions']))})" if case["decisions"] else ""
             out.append(f"<tr class=case data-disagree='{int(case['id'] in disagree)}' "

@@ -154,16 +154,6 @@ def closing_line(report: Report) -> str:
     return f"{listed} in {seconds:.2f} s ({rate:.1f} cases/s)"
 
 
-def flaky_rows(rows: Iterable[Row]) -> list[Row]:
-    """The rows whose outcome changed from one run of ``--repeat`` to another (D-CNF-065)."""
-    return [row for row in rows if row.flaky]
-
-
-def flaky_text(row: Row) -> str:
-    """``passed, failed, passed``: a flaky row's outcomes, run by run."""
-    return ", ".join(row.flaky)
-
-
 def unsupported_reasons(rows: Iterable[Row]) -> list[tuple[str, int]]:
     """Each distinct reason a case was unsupported, with how many cases gave it, most first."""
     tally = Counter(row.detail or "(no reason given)" for row in rows if row.outcome == UNSUPPORTED)
@@ -211,12 +201,8 @@ def _is_allowed(char: str) -> bool:
 
 
 def clean_text(value: Any) -> str:
-    """``value`` as text that XML 1.0 and HTML5 accept.
-
-    Lone surrogates (a fixture may send them on purpose) become U+FFFD, as a UTF-8 wire
-    would carry them; other characters XML forbids (C0/C1 controls, U+FFFE/U+FFFF) are
-    dropped.
-    """
+    """``value`` as text that XML 1.0 and HTML5 accept: lone surrogates become U+FFFD, as a
+    UTF-8 wire would carry them; other characters XML forbids are dropped."""
     text = well_formed(str(value))
     if all(_is_allowed(c) for c in text):
         return text

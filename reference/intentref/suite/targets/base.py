@@ -1,10 +1,7 @@
 """What the runner drives: a target opens runs, a run opens sessions, a session makes calls.
 
-A *run* is one configuration (the instances of ``instances.json`` plus Bridge options);
-a target that cannot take an option says so through ``unsupported`` and the case is
-reported as unsupported, never as failed.  Adapters for MCP over stdio and HTTP and for
-the JSON-lines harness live beside this module; the in-process target is here because it
-is the floor every other target is compared with.
+A *run* is one configuration (instances plus Bridge options).  The in-process target is
+here because it is the floor every other target is compared with.
 """
 
 from __future__ import annotations
@@ -21,7 +18,6 @@ from intentref._paths import data_dir
 # D-CNF-030: the capability names a target may declare (``capabilities``); what they mean
 # and the probe for a target that declares nothing are in ``capabilities``.
 REPAIR_ATTEMPTS: Final = "instance.repairAttempts"
-# What the bundled reference takes, whatever its transport.
 REFERENCE_CAPABILITIES: Final = frozenset({REPAIR_ATTEMPTS})
 # Seconds a target waits for one answer unless told otherwise (--timeout).
 DEFAULT_TIMEOUT: Final = 10.0
@@ -35,11 +31,7 @@ STDERR_TAIL: Final = 64 * 1024
 OWN_RUNS_AT_ONCE: Final = 4
 
 class TargetUnsupported(Exception):
-    """The target cannot do what the case needs (an option, a value its transport cannot carry).
-
-    Raised by ``open`` or by a call; the case is reported ``unsupported`` with ``reason``,
-    never ``failed``: the implementation was not asked the question.
-    """
+    """The target cannot do what the case needs: the case is ``unsupported``, never ``failed``."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -49,9 +41,7 @@ class TargetUnsupported(Exception):
 class TargetCannotStart(Exception):
     """The target cannot start at all, so no case can be blamed and the run stops (D-CNF-013).
 
-    Raised when its command cannot be run (not found, not executable), when nothing answers
-    at its address, or when its server exits before answering while started with the
-    suite's own instances.  The message is one line, shown as it is.
+    The message is one line, shown as it is.
     """
 
 
@@ -68,22 +58,16 @@ class EraRefused(TargetCannotStart):
 
 
 class ServerExited(RuntimeError):
-    """A server process exited before it answered its first request.
-
-    A case's own configuration may be the reason (a run with odd options); with the
-    suite's own instances it cannot be, and the runner turns it into ``TargetCannotStart``.
-    """
+    """A server process exited before it answered its first request (with the suite's own
+    instances, the runner turns it into ``TargetCannotStart``)."""
 
 
 class ProtocolRefusal(Exception):
     """The protocol layer refused a call instead of the implementation answering it.
 
-    Seed 000 (调用错误与任务状态) allows it: "SDK/协议参数校验或连接异常还可能直接抛出" -- SDK or
-    protocol parameter validation may throw rather than produce a BridgeReply.  An MCP
-    target raises this for a JSON-RPC error response to ``tools/call`` and for a tool
-    result flagged ``isError`` whose content is not a BridgeReply (an SDK's own input-schema
-    refusal); the connection stays usable.  ``detail`` says which, in one line; ``code`` is
-    the JSON-RPC error code when there is one.
+    Seed 000 (调用错误与任务状态) allows it: "SDK/协议参数校验或连接异常还可能直接抛出".  An MCP
+    target raises this for a JSON-RPC error to ``tools/call`` and for an ``isError`` result
+    that is not a BridgeReply; the connection stays usable.  ``code``: the JSON-RPC code, if any.
     """
 
     def __init__(self, detail: str, code: int | None = None) -> None:
@@ -93,11 +77,7 @@ class ProtocolRefusal(Exception):
 
 
 class RequestDropped(RuntimeError):
-    """The server is alive (it answered another request at once) but left this one unanswered.
-
-    Some JSON-RPC layers drop a request they cannot decode, one holding a lone surrogate
-    among them (D-CNF-053); the connection goes on.
-    """
+    """The server is alive but left this request unanswered (a lone surrogate, D-CNF-053)."""
 
 
 class ConfigRejected(Exception):
@@ -111,11 +91,9 @@ class ConfigRejected(Exception):
 class Reply:
     """A BridgeReply as the target delivered it.
 
-    ``value`` is the reply object (structuredContent over MCP); ``text`` the reply's own JSON
-    text, where the transport carries one; ``envelope`` (MCP only) is
-    ``{"isError": bool, "textIsReply": bool}``.  An MCP target may give the envelope as a
-    function instead (``envelope_of``), called once on first read: deciding textIsReply costs a
-    JSON encoding of the reply, and only the steps that check the envelope read it.
+    ``value`` is the reply object; ``text`` its JSON text, where the transport carries one;
+    ``envelope`` (MCP only) is ``{"isError": bool, "textIsReply": bool}``, or ``envelope_of``
+    computes it on first read: deciding textIsReply costs a JSON encoding of the reply.
     """
 
     __slots__ = ("_envelope", "_envelope_of", "text", "value")
@@ -140,10 +118,8 @@ class Reply:
 class Session(abc.ABC):
     """One connection: the three Bridge calls, each returning a ``Reply``.
 
-    ``release()`` is what the runner calls when a case is over.  By default it closes the
-    session; a target whose connections are expensive (one server process each over stdio)
-    overrides it to keep the connection for the next case.  The runner has already cancelled
-    every job the case left active by then (D-CNF-002).
+    ``release()`` ends a case's use of it: closing by default, keeping an expensive connection
+    for the next case where a target overrides it (its jobs are already cancelled, D-CNF-002).
     """
 
     @abc.abstractmethod
@@ -162,20 +138,12 @@ class Session(abc.ABC):
         self.close()
 
     def record_into(self, tap: Callable[[str, Any], None] | None) -> bool:
-        """Record what this session's transport carries into ``tap`` (None: stop recording).
-
-        False (the default) when it cannot: ``recording`` then records the calls and replies
-        as the runner makes them (D-CNF-064).
-        """
+        """Record what the transport carries into ``tap`` (None: stop); False when it cannot (D-CNF-064)."""
         return False
 
 
 class CallSession(Session):
-    """A session whose three calls are one method: ``_call(op, request)``.
-
-    For the adapters (variants, faults, MCP and harness transports) that treat prepare,
-    accept and cancel alike and differ only in how one call is made.
-    """
+    """A session whose three calls are one method: ``_call(op, request)``."""
 
     @abc.abstractmethod
     def _call(self, op: str, request: Any) -> Any: ...
@@ -203,21 +171,11 @@ class Run(abc.ABC):
         """A long-lived run is about to serve another case (connections it keeps may be reused)."""
 
     def left_behind(self) -> list[str]:
-        """What the last case left that could not be ended (a job a cancel did not end), if anything.
-
-        A run that keeps connections from case to case cancels each case's jobs when its
-        sessions are released, and says here when that failed (D-CNF-002); the runner then
-        replaces the run before the next case.
-        """
+        """The jobs the last case left that a cancel did not end; the runner then replaces the run (D-CNF-002)."""
         return []
 
     def begin_example(self, requirements: tuple[str, ...] = ()) -> None:
-        """A property example is about to make its calls; ``requirements`` are the IDs it checks.
-
-        Called by the properties (``Example``) and the campaign before each example on a run
-        they share between examples.  Only a run that keeps a log per example (the
-        differential run) does anything with it; the conformance runner never calls it.
-        """
+        """A property example on a shared run is about to make its calls (the differential run logs it)."""
 
 
 # A run the runner plans: (instances, Bridge options).
@@ -231,35 +189,17 @@ class Target(abc.ABC):
     envelope is unsupported on a target that is not MCP.  ``capabilities`` is the set of
     capability names the target declares (D-CNF-030); None means "probe me".
 
-    ``long_lived_runs``: opening a run costs a process start, so the runner keeps runs open
-    across cases and serves cases that need no Bridge of their own from them, their own
-    instances merged into one configuration under names of their own (D-CNF-050).  A target
-    whose runs are cheap leaves it False and every case with its own instances gets a run
-    of exactly those.
-
-    ``long_lived_lanes``: how many long-lived runs of one configuration may serve cases side
-    by side, each on a thread of its own (D-CNF-054).  A run that spends a case waiting on
-    request round trips (streamable HTTP) leaves its CPU idle; more than one lets the next
-    case's requests go out meanwhile.  Every lane is a run of its own, with sessions of its
-    own, so a case never sees another case's jobs.
-
-    ``configured_elsewhere``: the server's instances are its own (a server already running),
-    so the runner checks before the first case that it serves those the cases use
-    (D-CNF-013), and a case with instances of its own is unsupported.
-
-    ``separate_sessions``: each connection is a Bridge session of its own.  Not so over
-    HTTP in the 2026-07-28 era, which has no session (D-MCP-003), nor over HTTP with a
-    server that issued no session id (D-CNF-063): there every connection shares one, and
-    the properties open no second one.  ``shared_session`` says why, for the cases that
-    need two connections (``cases.capabilities``).
-
-    ``negotiate`` and ``era_in_force``: the MCP era (D-CNF-052) of a target that has eras;
-    a target without MCP says None to both.  ``findings``: what its user should hear of its
-    server before the run (D-CNF-056).
-
-    The runner calls nothing else on a target, and nothing else on its runs (``Run``) and
-    sessions (``Session``); a user's object that is not a ``Target`` is adapted to this
-    interface once, by ``registry.as_target``.
+    ``long_lived_runs``: runs cost a process start, so the runner keeps them open across
+    cases, merging the cases' own instances under names of their own (D-CNF-050).
+    ``long_lived_lanes``: how many such runs of one configuration serve cases side by side,
+    each on its own thread with its own sessions (D-CNF-054).
+    ``configured_elsewhere``: the server's instances are its own; the runner checks it serves
+    those the cases use (D-CNF-013), and a case with instances of its own is unsupported.
+    ``shared_session()`` says why every connection is one Bridge session (HTTP in the
+    2026-07-28 era, D-MCP-003, or without a session id, D-CNF-063), or None.
+    ``negotiate`` and ``era_in_force``: the MCP era (D-CNF-052); ``findings``: what the user
+    should hear of the server before the run (D-CNF-056).  A user's object that is not a
+    ``Target`` is adapted to this interface by ``registry.as_target``.
     """
 
     name: str = "target"
@@ -271,7 +211,6 @@ class Target(abc.ABC):
 
     @property
     def separate_sessions(self) -> bool:
-        """Whether each connection is a Bridge session of its own (see the class's text)."""
         return self.shared_session() is None
 
     def shared_session(self) -> str | None:
@@ -291,34 +230,18 @@ class Target(abc.ABC):
         """A run of this configuration; raises ``ConfigRejected`` when the target refuses it."""
 
     def expect_runs(self, runs: list[PlannedRun]) -> None:
-        """The runs of their own that ``open`` will be asked for next, in order (prefetch).
-
-        By default nothing: a target whose runs are cheap has nothing to start ahead.
-        """
+        """The runs of their own that ``open`` will be asked for next, in order (prefetch)."""
 
     def negotiate(self) -> str | None:
-        """The MCP era this target speaks, connecting now to learn it when ``--era auto`` left it open.
-
-        Asked once before the run for a server configured elsewhere, so that the worker
-        processes need not negotiate again; None (the default) for a target without eras.
-        """
+        """The MCP era this target speaks, connecting now to learn it when ``--era auto`` left it open."""
         return None
 
     def era_in_force(self) -> str | None:
-        """The MCP era this target has spoken so far, for the report, without connecting.
-
-        ``2026`` or ``legacy`` once known, ``auto`` while no connection has negotiated it;
-        None (the default) for a target without eras.
-        """
+        """The MCP era spoken so far, without connecting: ``2026``, ``legacy`` or ``auto`` (not yet known)."""
         return None
 
     def findings(self) -> list[str]:
-        """What the runner learnt of this target's server that its user should hear, a line each.
-
-        Asked once before the run, beside ``negotiate``, for a server configured elsewhere;
-        nothing (the default) for most targets.  Over HTTP: that the runner had to open a
-        connection per request (D-CNF-056).
-        """
+        """What its user should hear of the server, a line each (D-CNF-056)."""
         return []
 
     def close(self) -> None:
@@ -345,13 +268,7 @@ def needs_separate_connections(case: dict[str, Any]) -> bool:
 
 
 def program_problem(program: str) -> str | None:
-    """Why the command ``program`` (a command line's first word) cannot be run, or None.
-
-    Looked up as ``exec`` would: a name with a slash is a path, any other name is searched
-    on PATH.  Asked before any fixture is read, so a mistyped command costs no start-up at
-    all (D-CNF-013); a failure this cannot foresee (a bad interpreter line) is still caught
-    when the process starts.
-    """
+    """Why the command ``program`` cannot be run, looked up as ``exec`` would, or None (D-CNF-013)."""
     if os.sep not in program:
         return None if shutil.which(program) is not None else "not found on PATH"
     if not os.path.lexists(program):
@@ -364,8 +281,7 @@ def program_problem(program: str) -> str | None:
 
 
 def load_instances() -> dict[str, Any]:
-    """The instance configurations of ``conformance/instances.json``, as JSON (not built Intents:
-    a target builds them its own way; ``mcp.cli.build_instances`` is the MCP server's)."""
+    """The instance configurations of ``conformance/instances.json``, as JSON (not built Intents)."""
     document = json.loads((data_dir("conformance") / "instances.json").read_text("utf-8"))
     return dict(document["instances"])
 
@@ -400,12 +316,9 @@ class InProcessRun(Run):
 
 
 class InProcessTarget(Target):
-    """The reference Bridge called directly: what mutation testing and differential checks use.
+    """The reference Bridge called directly, or wrapped by ``bridge_factory``.
 
-    ``bridge_factory`` lets a test wrap the reference (to prove the suite catches a
-    deliberately broken implementation) without touching the runner.  The plain reference
-    declares what it takes (``capabilities``, D-CNF-030); a wrapped one declares nothing
-    unless told, and is probed: a wrapper may change what the reference honours.
+    A wrapped one declares no ``capabilities`` unless told, and is probed (D-CNF-030).
     """
 
     name = "reference (in-process)"

@@ -1,24 +1,21 @@
 """What a case exchanged with its target, kept for the report when ``--trace`` is on (D-CNF-064).
 
-A ``Recorder`` belongs to one case: it keeps each message sent to the target and received
-from it, with the milliseconds since the case started, within ``MAX_MESSAGES`` messages of at
-most ``MAX_MESSAGE_BYTES`` each.  A session records what its transport carries when it can
-(``Session.record_into``: the JSON-RPC messages of an MCP connection, the JSON lines of a
-harness); any other session is wrapped, and its calls and replies are recorded as made.
-
-Recording is off unless ``enable`` turned it on: the transports then check one attribute that
-is None, and no session is wrapped.  The switch is this process's and its environment's, so
-the worker processes (forked or spawned) see it as the parent set it.
+A ``Recorder`` belongs to one case: each message sent and received, bounded.  A session
+records what its transport carries when it can (``Session.record_into``); any other session
+is wrapped, and its calls and replies are recorded as made.  The switch (``enable``) lives in
+the environment, so the worker processes see it as the parent set it.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
+from collections.abc import Callable
 from typing import Any, Final
 
-from intentref.suite.targets.base import Reply, Session
+from intentref.suite.targets.base import CallSession, Reply, Session
 
 # spec: D-CNF-064 -- a failed case of the bundled suite exchanges a few dozen messages at most;
 # 200 keeps every one of those and bounds a case that loops (a job polled until its TTL).
@@ -49,10 +46,7 @@ def enabled() -> bool:
 
 
 def _kept(value: Any, cut: list[int]) -> Any:
-    """``value`` with credential-named members withheld and long strings shortened (D-CNF-064).
-
-    ``cut`` counts the strings shortened.
-    """
+    """``value`` with credential-named members withheld and long strings shortened, counted in ``cut``."""
     if isinstance(value, dict):
         return {k: _WITHHELD if str(k).lower() in _SECRET_NAMES else _kept(v, cut) for k, v in value.items()}
     if isinstance(value, list):
@@ -99,14 +93,10 @@ class Recorder:
                                       f"kept to their first {MAX_STRING_BYTES}")  # fmt: skip
         self.messages.append(entry)
 
-    def tap(self, session: str) -> Tap:
-        return Tap(self, session)
-
     def attach(self, session: Session, name: str) -> Session:
         """``session``, recording into this recorder: at its transport when it can, else its calls."""
-        if session.record_into(self.tap(name)):
-            return session
-        return RecordingSession(session, self.tap(name))
+        tap = functools.partial(self.record, session=name)
+        return session if session.record_into(tap) else RecordingSession(session, tap)
 
     def document(self) -> dict[str, Any]:
         """The trace as a report's case entry carries it (``conformance/report.schema.json``)."""
@@ -115,27 +105,14 @@ class Recorder:
                            "bytesPerString": MAX_STRING_BYTES}}  # fmt: skip
 
 
-class Tap:
-    """Where one session's transport writes what it carries."""
-
-    __slots__ = ("_recorder", "_session")
-
-    def __init__(self, recorder: Recorder, session: str) -> None:
-        self._recorder = recorder
-        self._session = session
-
-    def __call__(self, direction: str, message: Any) -> None:
-        self._recorder.record(direction, message, self._session)
-
-
-class RecordingSession(Session):
+class RecordingSession(CallSession):
     """A session whose transport cannot be tapped (in process, a user's object): its calls and replies."""
 
-    def __init__(self, inner: Session, tap: Tap) -> None:
+    def __init__(self, inner: Session, tap: Callable[[str, Any], None]) -> None:
         self._inner = inner
         self._tap = tap
 
-    def _recorded(self, op: str, request: Any) -> Reply:
+    def _call(self, op: str, request: Any) -> Reply:
         self._tap(SENT, {"call": op, "request": request})
         try:
             reply: Reply = getattr(self._inner, op)(request)
@@ -144,15 +121,6 @@ class RecordingSession(Session):
             raise
         self._tap(RECEIVED, {"reply": reply.value})
         return reply
-
-    def prepare(self, request: Any) -> Reply:
-        return self._recorded("prepare", request)
-
-    def accept(self, request: Any) -> Reply:
-        return self._recorded("accept", request)
-
-    def cancel(self, request: Any) -> Reply:
-        return self._recorded("cancel", request)
 
     def close(self) -> None:
         self._inner.close()

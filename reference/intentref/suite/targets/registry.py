@@ -1,23 +1,10 @@
 """Target kinds and specs: every kind of target declares itself here, once.
 
-A spec is a short text naming a kind of target and its argument (``stdio:my-server --config
-{config}``, ``http:http://127.0.0.1:8765/mcp``, ``variant:no-replay``, …).  ``parse`` reads
-it against the one table of kinds below (``TARGET_KINDS``), once, and finds every mistake in
-it before any target starts (D-CNF-013): an unknown kind, a missing argument, a command
-template that cannot be read.  ``TargetSpec.build()`` then makes the target, as often as
-needed: the runner's worker processes each build their own from the same spec, so a spec is
-plain data (picklable), never a live object.
-
-A kind declares everything a command asks of it: its flag (``--stdio COMMAND``; every kind
-is also ``--target KIND[:ARGUMENT]``), whether its argument is a program started per run,
-whether it forks the bundled reference, whether its server is configured elsewhere (so a
-case's own instances and Bridge options cannot reach it).  Adding a kind is its module and
-one ``@target_kind`` entry here; the flags of every command (``options``) follow from it.
-
-What may live here: the spec record, the table of kinds, per kind the function that builds
-its target, and the adapter of a user's duck-typed target (``as_target``).  The targets
-themselves live in their own modules (``base``, ``mcp``, ``harness``, the decision variants,
-the faulty implementations).
+A spec is a short text naming a kind and its argument (``stdio:my-server --config {config}``,
+``variant:no-replay``, …).  ``parse`` reads it against ``TARGET_KINDS`` once and finds every
+mistake before any target starts (D-CNF-013); ``TargetSpec.build()`` then makes the target in
+each worker process, so a spec is plain (picklable) data.  Adding a kind is its module and one
+``@target_kind`` entry here; every command's flags (``options``) follow from it.
 """
 
 from __future__ import annotations
@@ -28,12 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
+from intentref.suite.targets.base import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT  # the commands read it here
 from intentref.suite.targets.base import CallSession, Reply, Run, Session, Target
 from intentref.suite.targets.base import program_problem as _program_problem
 from intentref.suite.usage import UsageError
 
 ERAS: Final = ("auto", "2026", "legacy")
-DEFAULT_TIMEOUT: Final = 10.0
 # The longest wait for one answer in the property suite and in fuzz replay, whose calls may
 # carry 10 MB texts (the long profile, --heavy).
 LARGE_CALL_TIMEOUT: Final = 30.0
@@ -43,12 +30,9 @@ LARGE_CALL_TIMEOUT: Final = 30.0
 class TargetSpec:
     """A parsed target spec: its kind, its argument and the options every kind may take.
 
-    ``era`` is the MCP era (``2026`` is 2026-07-28, ``legacy`` the initialize handshake,
-    ``auto`` negotiated by the first connection, D-CNF-052) and matters to MCP kinds only;
-    ``timeout`` bounds the wait for one answer; ``cold_start`` starts the bundled server from
-    its console script instead of forking it (D-CNF-006).  ``resources`` carries what a
-    parent process started for the workers to share (the reference zygote's socket), never
-    anything a user writes.
+    ``era``: the MCP era (D-CNF-052); ``cold_start``: start the bundled server from its console
+    script instead of forking it (D-CNF-006); ``resources``: what a parent process started for
+    the workers to share (the zygote's socket), never anything a user writes.
     """
 
     kind: str
@@ -154,12 +138,7 @@ def parse(text: str, era: str = "auto", timeout: float = DEFAULT_TIMEOUT, cold_s
 
 
 def program_problem(spec: TargetSpec) -> str | None:
-    """Why the program a command kind (``stdio:``, ``harness:``) starts cannot be run, or None.
-
-    Asked before anything is read or started, so a mistyped command costs no start-up
-    (D-CNF-013); a failure this cannot foresee (a bad interpreter line) is caught when the
-    process starts.
-    """
+    """Why the program a command kind (``stdio:``, ``harness:``) starts cannot be run, or None (D-CNF-013)."""
     if not spec.declared.command:
         return None
     try:
@@ -301,13 +280,15 @@ def _python(spec: TargetSpec) -> Target:
 
 
 def as_target(obj: Any) -> Target:
-    """A user's target (``python:MODULE:ATTR``, the pytest plugin's ``intentref_target``) as a ``Target``.
-
-    It may be any object with ``open`` and ``close`` -- a subclass of ``Target`` or not --
-    whose runs and sessions may be duck-typed too; this is the one place where its optional
-    members are looked up and its runs made ``Run``s.
-    """
+    """A user's target (``python:MODULE:ATTR``, the pytest plugin's ``intentref_target``) as a ``Target``:
+    any object with ``open`` and ``close``, whose optional members are looked up here only."""
     return obj if isinstance(obj, _DuckTarget) else _DuckTarget(obj)
+
+
+def _ask(inner: Any, member: str, *args: Any, default: Any = None) -> Any:
+    """``inner.member(*args)``, or ``default`` when a duck-typed object leaves that member out."""
+    method = getattr(inner, member, None)
+    return default if method is None else method(*args)
 
 
 class _DuckTarget(Target):
@@ -325,26 +306,20 @@ class _DuckTarget(Target):
         return bool(getattr(self._inner, "separate_sessions", True))
 
     def unsupported(self, bridge_options: dict[str, Any]) -> str | None:
-        ask = getattr(self._inner, "unsupported", None)
-        return ask(bridge_options) if ask is not None else None
+        return _ask(self._inner, "unsupported", bridge_options)  # type: ignore[no-any-return]
 
     def unsupported_case(self, case: dict[str, Any]) -> str | None:
-        ask = getattr(self._inner, "unsupported_case", None)
-        return ask(case) if ask is not None else None
+        return _ask(self._inner, "unsupported_case", case)  # type: ignore[no-any-return]
 
     def open(self, instances: dict[str, Any], bridge_options: dict[str, Any]) -> Run:
         run = self._inner.open(instances, bridge_options)
         return run if isinstance(run, Run) else _DuckRun(run)
 
     def expect_runs(self, runs: Any) -> None:
-        expect = getattr(self._inner, "expect_runs", None)
-        if expect is not None:
-            expect(runs)
+        _ask(self._inner, "expect_runs", runs)
 
     def close(self) -> None:
-        close = getattr(self._inner, "close", None)
-        if close is not None:
-            close()
+        _ask(self._inner, "close")
 
 
 class _DuckRun(Run):
@@ -356,13 +331,10 @@ class _DuckRun(Run):
         return session if isinstance(session, Session) else _DuckSession(session)
 
     def new_case(self) -> None:
-        new_case = getattr(self._inner, "new_case", None)
-        if new_case is not None:
-            new_case()
+        _ask(self._inner, "new_case")
 
     def left_behind(self) -> list[str]:
-        left_behind = getattr(self._inner, "left_behind", None)
-        return list(left_behind()) if left_behind is not None else []
+        return list(_ask(self._inner, "left_behind", default=()))
 
     def close(self) -> None:
         self._inner.close()
@@ -379,5 +351,4 @@ class _DuckSession(CallSession):
         self._inner.close()
 
     def release(self) -> None:
-        release = getattr(self._inner, "release", None)
-        (release or self._inner.close)()
+        (getattr(self._inner, "release", None) or self._inner.close)()

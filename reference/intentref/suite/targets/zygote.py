@@ -1,12 +1,9 @@
 """Fast start-up for the bundled reference server over stdio: fork a pre-imported process.
 
-Importing the MCP SDK takes seconds of CPU, and the suite needs a fresh server process
-for every case with Bridge options or its own instances (hundreds of them).  The zygote
-imports ``intentref.mcp.cli`` once and forks a child per server; the child runs exactly
-what the ``intent-runtime-mcp`` console script runs, ``mcp_cli.main(argv)``, with the
-three pipe ends the client passed over the zygote's Unix socket as its stdin, stdout and
-stderr.  The client writes to a real pipe and a real separate process answers
-(D-CNF-006); only the interpreter start-up and the imports are skipped.
+Importing the MCP SDK takes seconds of CPU, and the suite needs a fresh server for hundreds
+of cases.  The zygote imports ``intentref.mcp.cli`` once and forks a child per server that
+runs ``mcp_cli.main(argv)`` on the three pipe ends the client passed: a real separate
+process still answers (D-CNF-006); only the interpreter start-up and the imports are skipped.
 
     python -m intentref.suite.targets.zygote SOCKET
 
@@ -17,9 +14,6 @@ signal).  Closing the connection early kills the child.
 
 The zygote is single-threaded (a select loop), so forking it is safe; it exits, taking
 its children with it, when its stdin reaches end of input (the runner went away).
-
-The runner's side is here too: ``Zygote`` starts one and waits until it serves, and
-``ForkedProcess`` (a stdio server) and ``ForkedServer`` (an HTTP one) are servers forked from it.
 """
 
 from __future__ import annotations
@@ -83,18 +77,6 @@ def become_child(cwd: str, fds: list[int], main: Callable[[], int]) -> None:
             with contextlib.suppress(Exception):
                 stream.flush()
         os._exit(code)  # never run the zygote's own clean-up in a child
-
-
-def _child(argv: list[str], cwd: str, fds: list[int]) -> None:
-    """In the forked child: become ``intent-runtime-mcp ARGV`` on the pipes the client passed."""
-
-    def serve() -> int:
-        from intentref.mcp import cli as mcp_cli
-
-        sys.argv = [mcp_cli.PROG, *argv]
-        return mcp_cli.main(argv)
-
-    become_child(cwd, fds, serve)
 
 
 class ForkServer:
@@ -163,15 +145,20 @@ class ForkServer:
         self._selector.register(conn, selectors.EVENT_READ, pid)
 
     def run_child(self, argv: list[str], cwd: str, fds: list[int]) -> None:
-        """In the forked child: serve on ``fds`` as the reference server with ``argv``; never returns."""
-        _child(argv, cwd, fds)
+        """In the forked child: become ``intent-runtime-mcp ARGV`` on ``fds``; never returns."""
+
+        def serve() -> int:
+            from intentref.mcp import cli as mcp_cli
+
+            sys.argv = [mcp_cli.PROG, *argv]
+            return mcp_cli.main(argv)
+
+        become_child(cwd, fds, serve)
 
     def _drain_wakeups(self) -> None:
-        try:
+        with contextlib.suppress(BlockingIOError):
             while os.read(self._wake_r, 512):
                 pass
-        except BlockingIOError:
-            pass
 
     def _reap(self) -> None:
         while self._children:
@@ -228,12 +215,8 @@ def _modern(message: dict[str, Any]) -> dict[str, Any]:
 
 
 def _warm_up() -> None:
-    """Serve one short session in memory, so the children fork with warm caches.
-
-    Measured: argparse's and re's caches, the SDK's request paths and the first Intent
-    built were a third of a forked server's start-up.  Memory streams only -- no thread may
-    be running when the zygote forks.
-    """
+    """Serve one short session in memory, so the children fork with warm caches (a third of a
+    forked server's start-up).  Memory streams only: no thread may run when the zygote forks."""
     import asyncio
 
     import mcp_types as types
@@ -285,11 +268,8 @@ def main(argv: list[str]) -> int:
 
 
 class Zygote:
-    """The pre-imported parent of the bundled reference's servers (D-CNF-006).
-
-    Started here; ``wait()`` blocks until it is ready (once).  ``socket`` may be handed to
-    other processes (the runner's workers), which fork servers from the same zygote.
-    """
+    """The pre-imported parent of the bundled reference's servers (D-CNF-006); workers given
+    its ``socket`` fork servers from it too."""
 
     def __init__(self, startup_timeout: float) -> None:
         self._dir = tempfile.TemporaryDirectory(prefix="intentref-zygote-")
@@ -352,14 +332,13 @@ class ForkedProcess:
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
+        sock = None
         try:
             sock = await _zygote_connection(socket_path, startup_timeout)
-            try:
-                _ask_for_server(sock, argv, [in_r, out_w, err_w])
-            except BaseException:
-                sock.close()
-                raise
+            _ask_for_server(sock, argv, [in_r, out_w, err_w])
         except BaseException:
+            if sock is not None:
+                sock.close()
             for fd in (in_r, in_w, out_r, out_w, err_r, err_w):
                 _close_fd(fd)
             raise
@@ -453,11 +432,7 @@ class ForkedProcess:
 
 
 async def _zygote_connection(socket_path: str, startup_timeout: float) -> socket.socket:
-    """A connection to the zygote at ``socket_path``, waiting for it while it still starts.
-
-    The zygote binds its socket only once it has imported everything, so a worker that
-    asks early waits here instead of failing (D-CNF-006).
-    """
+    """A connection to the zygote, waiting while it still imports (it binds only then, D-CNF-006)."""
     deadline = anyio.current_time() + startup_timeout
     while True:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -481,11 +456,8 @@ def _ask_for_server(sock: socket.socket, argv: list[str], fds: list[int]) -> Non
 
 
 class ForkedServer:
-    """A reference server forked by the zygote for a plain (not stdio) transport: HTTP.
-
-    Its stdin and stdout are /dev/null; ``stderr`` is a file object the caller reads (the
-    server names its endpoint there).  Closing hangs up on the zygote, which stops it.
-    """
+    """A reference server forked by the zygote for HTTP: stdin and stdout /dev/null, ``stderr``
+    for the caller to read; closing hangs up on the zygote, which stops it."""
 
     def __init__(self, socket_path: str, argv: list[str], startup_timeout: float = 60.0) -> None:
         err_r, err_w = os.pipe()
