@@ -1,8 +1,9 @@
 """Streamable HTTP: the ASGI app serving the tools at ``/mcp`` in both eras, and the Bridge session of each call.
 
-Which session a call runs in (D-MCP-002, D-MCP-003), who its client is for the fair
-share (D-MCP-025, D-MCP-026), and what guards every request before the SDK sees it
-(D-MCP-010, D-MCP-022).  The app runs under any ASGI server; ``intentref.mcp.server``
+Which session a call runs in (D-MCP-002, D-MCP-003; with authorization, one per principal,
+D-MCP-031), who its client is for the fair share (D-MCP-025, D-MCP-026), and what guards
+every request before the SDK sees it (D-MCP-010, D-MCP-022; the SDK's bearer middleware,
+D-MCP-033; the rate limit, D-MCP-034).  The app runs under any ASGI server; ``intentref.mcp.server``
 serves it with uvicorn.
 
 Decisions taken here are ``D-MCP-...`` in ``spec/decisions-mcp.md``.

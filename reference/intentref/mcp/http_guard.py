@@ -8,6 +8,8 @@ D-MCP-023), leaving everything else to the SDK and uvicorn:
 * ``RequestGuard`` (ASGI middleware): the SDK's own DNS-rebinding check, run on the headers
   alone; then the body, read against a deadline and a shared byte budget, handed to the
   SDK in one piece.
+* ``CallRateLimit`` (ASGI middleware, behind the SDK's bearer middleware): each caller's tool
+  calls through a token bucket, 429 past it (D-MCP-034).
 * ``GuardedH11Protocol`` (uvicorn protocol): closes a connection whose request head has
   not arrived within the header timeout.
 * ``ListeningSocket``: the listening socket; every connection it accepts sends small writes
