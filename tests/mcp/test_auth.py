@@ -48,8 +48,8 @@ from mcp_support import (
 
 SIZES = (2, 16, 1024)
 RATE = "rate"  # the server whose rate limit the flood meets
-CALLS_PER_SECOND = 20  # there: low enough for a flood to meet on any machine
-BOB_FLOWS_PER_SECOND = 3  # bob's steady pace: 9 calls a second, under his own limit however fast the machine
+CALLS_PER_SECOND = 5  # there: low enough for a flood to meet on any machine, however loaded
+BOB_FLOWS_PER_SECOND = 1  # bob's steady pace: 3 calls a second, under his own limit however fast the machine
 ONE_PER_SECOND = "one-per-second"  # the server whose limit is hit by the third call at once
 JWKS_FILE, JWKS_URL = "jwks-file", "jwks-url"
 ISSUER, AUDIENCE = "https://issuer.example", "https://mcp.example/mcp"
@@ -384,6 +384,11 @@ def test_a_refused_call_never_reaches_the_job(servers: dict[Any, ServerProcess])
     time.sleep(1.5)
     moved = reply_of_raw(raw_call(endpoint, TOKENS["alice"], "intent_accept", {**arguments, "candidateText": json.dumps(ORDER_CORE)}))
     assert moved["kind"] == "task" and moved["stage"] == "data", moved
+
+
+def test_without_a_valid_token_the_answer_is_401_not_429(servers: dict[Any, ServerProcess]) -> None:
+    """spec: D-MCP-033, D-MCP-034 -- an unauthenticated call takes nothing from any bucket: four at one a second, four 401s."""
+    assert [raw_call(url(servers, ONE_PER_SECOND), "forged").status_code for _ in range(4)] == [401] * 4
 
 
 def test_no_token_reaches_a_log(servers: dict[Any, ServerProcess], bad_tokens: dict[str, str]) -> None:

@@ -210,7 +210,9 @@ def create_intent_mcp_http_app(
     )
     if max_calls_per_second:
         # Innermost, behind the SDK's bearer middleware: the caller is the verified principal.
-        app.user_middleware.append(Middleware(CallRateLimit, rates=CallRates(max_calls_per_second)))
+        app.user_middleware.append(
+            Middleware(CallRateLimit, rates=CallRates(max_calls_per_second), authorized=auth is not None)
+        )
     # D-MCP-022: in front of everything the SDK does, so Host/Origin are judged on the
     # headers and the body is read once, timed and budgeted.
     app.state.intent_session_manager = server.session_manager  # ending sessions quickly (D-MCP-023)

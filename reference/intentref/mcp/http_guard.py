@@ -307,13 +307,14 @@ class CallRateLimit:
     answered before the SDK parses the request, so no Bridge session sees it.
     """
 
-    def __init__(self, app: ASGIApp, *, rates: CallRates) -> None:
+    def __init__(self, app: ASGIApp, *, rates: CallRates, authorized: bool = False) -> None:
         self.app = app
         self._rates = rates
+        self._authorized = authorized
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("method") != "POST":
-            await self.app(scope, receive, send)
+        if scope["type"] != "http" or scope.get("method") != "POST" or (self._authorized and principal_of(scope) is None):
+            await self.app(scope, receive, send)  # an unauthenticated request gets its 401 first
             return
         message = await receive()
         calls = _tool_calls(message.get("body", b""))
