@@ -175,9 +175,15 @@ async def _client(url: str, mode: str, name: str, secret: bytes | None) -> Async
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    headers = {} if secret is None else {"Authorization": f"Bearer {_token(secret, name)}"}
+    if secret is None:
+        async with Client(url, mode=mode, client_info=_named(name)) as client:
+            yield client
+        return
     async with (
-        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0)) as http,
+        # The SDK's own timeouts for a client it builds (mcp.shared._httpx_utils), with the token.
+        httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {_token(secret, name)}"}, timeout=httpx2.Timeout(30.0, read=300.0)
+        ) as http,
         Client(streamable_http_client(url, http_client=http), mode=mode, client_info=_named(name)) as client,
     ):
         yield client
