@@ -7,6 +7,7 @@ console script installed next to the running interpreter, HTTP tests run it with
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -15,12 +16,16 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
+import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp_types import CallToolResult
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types import CallToolResult, Implementation
 
 # The seed order example, one definition shared with the benchmarks and the other tests.
 from intentref.devtools.examples import ORDER_CORE, ORDER_DATA, ORDER_INPUT, ORDER_SCHEMA
@@ -258,3 +263,76 @@ class RawStdio(ServerProcess):
             assert raw.endswith(b"\n"), raw[:200]
             message = json.loads(raw)
             assert message.get("jsonrpc") == "2.0", raw[:200]
+
+
+# --------------------------------------------------------------------------- HTTP clients, hoarding
+
+HOARD_CONCURRENCY = 32
+
+
+def share(size: int) -> int:
+    return max(1, size // 2)  # D-MCP-025, restated here so the test can disagree with the code
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([script(), *args], stdin=subprocess.DEVNULL, capture_output=True, env=script_env(),
+                          timeout=30)  # fmt: skip
+
+
+@contextlib.asynccontextmanager
+async def client_from(
+    url: str, mode: str, name: str = "mcp", *, source: str = "127.0.0.1", headers: dict[str, str] | None = None
+) -> AsyncIterator[Client]:
+    """An SDK client declaring clientInfo ``name``, its TCP connections leaving from ``source``."""
+    transport = httpx2.AsyncHTTPTransport(local_address=source)
+    timeout = httpx2.Timeout(30.0, read=300.0)  # the SDK's own defaults (create_mcp_http_client)
+    async with (
+        httpx2.AsyncClient(transport=transport, timeout=timeout, headers=headers) as http,
+        Client(streamable_http_client(url, http_client=http), mode=mode,
+               client_info=Implementation(name=name, version="1.0")) as client,  # fmt: skip
+    ):
+        yield client
+
+
+def limit_message(reply: dict[str, Any]) -> str:
+    assert reply["kind"] == "error" and reply["error"]["code"] == "LIMIT_EXCEEDED", reply
+    assert reply["error"]["stage"] == "bridge" and [i["path"] for i in reply["error"]["issues"]] == [None]
+    return str(reply["error"]["message"])
+
+
+async def hoard(client: Client, size: int) -> tuple[list[dict[str, Any]], str]:
+    """Prepare, several at a time, until refused: the tasks held, and the refusal's message."""
+    held: list[dict[str, Any]] = []
+    refusals: list[dict[str, Any]] = []
+
+    async def one() -> None:
+        reply = await call(client, "intent_prepare", {"instance": "orders", "input": ORDER_INPUT})
+        (held if reply["kind"] == "task" else refusals).append(reply)
+
+    for _ in range(size + 1):
+        async with anyio.create_task_group() as group:
+            for _ in range(HOARD_CONCURRENCY):
+                group.start_soon(one)
+        if refusals:
+            return held, limit_message(refusals[0])
+    raise AssertionError(f"never refused, holding {len(held)}")
+
+
+async def release(client: Client, tasks: list[dict[str, Any]]) -> None:
+    """Cancel ``tasks`` (a 2026-07-28 job has no session to end it), several at a time."""
+    limiter = anyio.CapacityLimiter(HOARD_CONCURRENCY)
+
+    async def cancel(task: dict[str, Any]) -> None:
+        async with limiter:
+            await call(client, "intent_cancel", {"jobId": task["jobId"]})
+
+    async with anyio.create_task_group() as group:
+        for task in tasks:
+            group.start_soon(cancel, task)
+
+
+async def finish(client: Client, task: dict[str, Any]) -> None:
+    data_task = await accept(client, task, ORDER_CORE)
+    assert data_task["kind"] == "task" and data_task["stage"] == "data", data_task
+    final = await accept(client, data_task, ORDER_DATA)
+    assert final["kind"] == "result" and final["result"]["data"] == {"orderId": "000123"}, final

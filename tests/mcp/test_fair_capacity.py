@@ -10,19 +10,14 @@ do; the tests also show what that evidence cannot tell apart.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx2
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-from mcp_types import Implementation
 
 from mcp_support import (
     CONFIG,
@@ -33,10 +28,15 @@ from mcp_support import (
     ServerProcess,
     accept,
     call,
+    client_from,
+    finish,
+    hoard,
+    limit_message,
     order_flow,
     prepare_order,
-    script,
-    script_env,
+    release,
+    run_cli,
+    share,
 )
 
 SIZES = (2, 16, 1024)
@@ -47,11 +47,6 @@ IDLE_SECONDS = 4
 IDLE_MAX_JOBS, IDLE_PER_CLIENT = 8, 3
 OTHER_ADDRESS = "127.0.0.2"  # still the loopback interface; the servers listen on 127.0.0.1 only
 BRIDGE_FULL = "the Bridge already holds maxJobs"
-HOARD_CONCURRENCY = 32
-
-
-def share(size: int) -> int:
-    return max(1, size // 2)  # D-MCP-025, restated here so the test can disagree with the code
 
 
 @pytest.fixture(scope="module")
@@ -72,65 +67,6 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[Any, str]
     finally:
         codes = {key: server.stop() for key, server in started.items()}
         assert all(code == 0 for code in codes.values()), {k: s.stderr for k, s in started.items()}
-
-
-@contextlib.asynccontextmanager
-async def client_from(
-    url: str, mode: str, name: str = "mcp", *, source: str = "127.0.0.1", headers: dict[str, str] | None = None
-) -> AsyncIterator[Client]:
-    """An SDK client declaring clientInfo ``name``, its TCP connections leaving from ``source``."""
-    transport = httpx2.AsyncHTTPTransport(local_address=source)
-    timeout = httpx2.Timeout(30.0, read=300.0)  # the SDK's own defaults (create_mcp_http_client)
-    async with (
-        httpx2.AsyncClient(transport=transport, timeout=timeout, headers=headers) as http,
-        Client(streamable_http_client(url, http_client=http), mode=mode,
-               client_info=Implementation(name=name, version="1.0")) as client,  # fmt: skip
-    ):
-        yield client
-
-
-def limit_message(reply: dict[str, Any]) -> str:
-    assert reply["kind"] == "error" and reply["error"]["code"] == "LIMIT_EXCEEDED", reply
-    assert reply["error"]["stage"] == "bridge" and [i["path"] for i in reply["error"]["issues"]] == [None]
-    return str(reply["error"]["message"])
-
-
-async def hoard(client: Client, size: int) -> tuple[list[dict[str, Any]], str]:
-    """Prepare, several at a time, until refused: the tasks held, and the refusal's message."""
-    held: list[dict[str, Any]] = []
-    refusals: list[dict[str, Any]] = []
-
-    async def one() -> None:
-        reply = await call(client, "intent_prepare", {"instance": "orders", "input": ORDER_INPUT})
-        (held if reply["kind"] == "task" else refusals).append(reply)
-
-    for _ in range(size + 1):
-        async with anyio.create_task_group() as group:
-            for _ in range(HOARD_CONCURRENCY):
-                group.start_soon(one)
-        if refusals:
-            return held, limit_message(refusals[0])
-    raise AssertionError(f"never refused, holding {len(held)}")
-
-
-async def release(client: Client, tasks: list[dict[str, Any]]) -> None:
-    """Cancel ``tasks`` (a 2026-07-28 job has no session to end it), several at a time."""
-    limiter = anyio.CapacityLimiter(HOARD_CONCURRENCY)
-
-    async def cancel(task: dict[str, Any]) -> None:
-        async with limiter:
-            await call(client, "intent_cancel", {"jobId": task["jobId"]})
-
-    async with anyio.create_task_group() as group:
-        for task in tasks:
-            group.start_soon(cancel, task)
-
-
-async def finish(client: Client, task: dict[str, Any]) -> None:
-    data_task = await accept(client, task, ORDER_CORE)
-    assert data_task["kind"] == "task" and data_task["stage"] == "data", data_task
-    final = await accept(client, data_task, ORDER_DATA)
-    assert final["kind"] == "result" and final["result"]["data"] == {"orderId": "000123"}, final
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -251,11 +187,6 @@ def test_jobs_without_progress_are_reclaimed(servers: dict[Any, str], mode: str,
             await release(client, [fresh])
 
     anyio.run(main)
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([script(), *args], stdin=subprocess.DEVNULL, capture_output=True, env=script_env(),
-                          timeout=30)  # fmt: skip
 
 
 def test_http_only_flags_are_refused_for_stdio(config_file: Path) -> None:

@@ -12,9 +12,14 @@ import pytest
 from intentref.devtools.soak import RSS_BOUND_MIB, SMALL_MAX_JOBS, report, soak
 
 
-@pytest.mark.parametrize(("max_jobs", "slots"), [(None, 1024), (SMALL_MAX_JOBS, SMALL_MAX_JOBS)], ids=["default", "small"])
-def test_the_soak_smoke_run(max_jobs: int | None, slots: int) -> None:
-    abused, alone = soak(smoke=True, max_jobs=max_jobs)
+@pytest.mark.parametrize(
+    ("max_jobs", "slots", "authorized"),
+    [(None, 1024, False), (SMALL_MAX_JOBS, SMALL_MAX_JOBS, False), (None, 1024, True)],
+    ids=["default", "small", "authorized"],
+)
+def test_the_soak_smoke_run(max_jobs: int | None, slots: int, authorized: bool) -> None:
+    """spec: D-MCP-024; authorized: D-MCP-031 -- a 2026-07-28 jobId reaches nothing of another principal's."""
+    abused, alone = soak(smoke=True, max_jobs=max_jobs, authorized=authorized)
     lines = report(abused, alone)
     assert len(lines) == 8
     # Refusals are logged once per message per 10 s, not once per request (D-MCP-023).

@@ -1,11 +1,13 @@
 """``intentref bench --only soak``: legitimate HTTP clients beside abusive ones, then alone (D-MCP-024).
 
-Two runs, one per Bridge size: the default and ``--max-jobs 16``, where the fair share
-(D-MCP-025) leaves the legitimate clients only the slots a hoarder cannot take.  Each run
-alternates phases of the same length, each against a fresh ``intent-runtime-mcp --http
-127.0.0.1:0``: ``with abusers`` (legitimate SDK clients in both eras running seed 000's order
-flow, each flow with its own order number, beside another process's job hoarders, slow
-senders, 16 MiB bodies, garbage and a cross-client prober) and ``alone`` (the same load).
+Three runs: the default Bridge size, ``--max-jobs 16``, where the fair share (D-MCP-025)
+leaves the legitimate clients only the slots a hoarder cannot take, and the default size
+with ``--auth-tokens``, every client its own principal and the cross-client prober another
+principal in the 2026-07-28 era (D-MCP-031).  Each run alternates phases of the same length,
+each against a fresh ``intent-runtime-mcp --http 127.0.0.1:0``: ``with abusers`` (legitimate
+SDK clients in both eras running seed 000's order flow, each flow with its own order number,
+beside another process's job hoarders, slow senders, 16 MiB bodies, garbage and a
+cross-client prober) and ``alone`` (the same load).
 
 It prints legit flows/s in each phase and their ratio (target >= 0.8), legit errors and
 lost or mixed-up jobs (target 0), latency, the server's peak memory against
@@ -17,6 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import hmac
 import json
 import multiprocessing
 import os
@@ -27,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -54,8 +58,11 @@ MAX_ABUSER_ITERATIONS: Final = 100_000
 BIG_BODY: Final = 16 * 1024 * 1024 - 1024
 # Rounds of (abused, alone) phases in a full run, alternating their order.
 ROUNDS: Final = 2
-# How long the abuser process may take to import the SDK and let its hoarders fill their quota.
-ABUSER_START_SECONDS: Final = 30.0
+# How long the abuser process may take to import the SDK and let its hoarders fill their quota
+# (512 prepares one by one): on a machine loaded many times over its CPUs, a minute and more.
+ABUSER_START_SECONDS: Final = 90.0
+# The abusers' principals in the authorized profile (the legitimate clients' are soak-legit-N).
+PRINCIPALS: Final = ("hoarder-1", "hoarder-2", "hoarder-3", "owner", "thief", "stranger")
 
 
 @dataclass
@@ -87,11 +94,12 @@ class Phase:
 
 
 class _Server:
-    def __init__(self, config_file: Path, max_jobs: int | None = None) -> None:
+    def __init__(self, config_file: Path, max_jobs: int | None = None, secret: bytes | None = None) -> None:
         size = [] if max_jobs is None else ["--max-jobs", str(max_jobs)]
+        auth = [] if secret is None else ["--auth-tokens", str(config_file.with_name("soak-tokens.json"))]
         self.proc = subprocess.Popen(
             [str(Path(sys.executable).with_name("intent-runtime-mcp")), "--config", str(config_file),
-             "--http", "127.0.0.1:0", *size],
+             "--http", "127.0.0.1:0", *size, *auth],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )  # fmt: skip
         assert self.proc.stderr is not None
@@ -150,14 +158,44 @@ def _named(name: str) -> Any:
     return Implementation(name=name, version="1")
 
 
-async def _legit_worker(url: str, mode: str, worker: int, deadline: float, phase: Phase) -> None:
-    from mcp import Client
+def _token(secret: bytes, name: str) -> str:
+    """The authorized profile's token of the client ``name``: each client is its own principal (D-MCP-031)."""
+    return hmac.new(secret, name.encode(), hashlib.sha256).hexdigest()
 
+
+@contextlib.asynccontextmanager
+async def _client(url: str, mode: str, name: str, secret: bytes | None) -> AsyncIterator[Any]:
+    """An SDK client declaring clientInfo ``name``; with a ``secret``, sending ``name``'s bearer token."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    if secret is None:
+        async with Client(url, mode=mode, client_info=_named(name)) as client:
+            yield client
+        return
+    async with (
+        # The SDK's own timeouts for a client it builds (mcp.shared._httpx_utils), with the token.
+        httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {_token(secret, name)}"}, timeout=httpx2.Timeout(30.0, read=300.0)
+        ) as http,
+        Client(streamable_http_client(url, http_client=http), mode=mode, client_info=_named(name)) as client,
+    ):
+        yield client
+
+
+def _write_tokens(folder: Path, clients: int, secret: bytes) -> None:
+    names = [f"soak-legit-{i}" for i in range(clients)] + [f"soak-{n}" for n in PRINCIPALS]
+    digests = [{"principal": n, "sha256": hashlib.sha256(_token(secret, n).encode()).hexdigest()} for n in names]
+    (folder / "soak-tokens.json").write_text(json.dumps({"tokens": digests}), encoding="utf-8")
+
+
+async def _legit_worker(url: str, mode: str, worker: int, deadline: float, phase: Phase, secret: bytes | None) -> None:
     def reply_of(result: Any) -> dict[str, Any]:
         reply = result.structured_content
         return reply if isinstance(reply, dict) else {"kind": "none"}
 
-    async with Client(url, mode=mode, client_info=_named(f"soak-legit-{worker}")) as client:
+    async with _client(url, mode, f"soak-legit-{worker}", secret) as client:
         for flow in _until(deadline):
             number = f"{worker:02d}{flow:04d}"
             text_input, core, data = _candidates(number)
@@ -186,10 +224,10 @@ async def _legit_worker(url: str, mode: str, worker: int, deadline: float, phase
                 phase.flows += 1
 
 
-async def _legit_load(url: str, clients: int, seconds: float, phase: Phase) -> None:
+async def _legit_load(url: str, clients: int, seconds: float, phase: Phase, secret: bytes | None) -> None:
     deadline = time.monotonic() + seconds
     modes = ["legacy" if i % 2 == 0 else "auto" for i in range(clients)]
-    await asyncio.gather(*(_legit_worker(url, mode, i, deadline, phase) for i, mode in enumerate(modes)))
+    await asyncio.gather(*(_legit_worker(url, mode, i, deadline, phase, secret) for i, mode in enumerate(modes)))
 
 
 # --------------------------------------------------------------------------- abusers (another process)
@@ -214,12 +252,11 @@ async def _status_of(reader: asyncio.StreamReader) -> int:
 
 
 async def _hoarder(
-    url: str, mode: str, name: str, deadline: float, stats: dict[str, Any], turn: asyncio.Event, hoarded: asyncio.Event
+    url: str, mode: str, name: str, deadline: float, stats: dict[str, Any], turn: asyncio.Event, hoarded: asyncio.Event,
+    secret: bytes | None,
 ) -> None:
     """Once ``turn`` is set, prepare until refused, set ``hoarded``, and hold the jobs without answering."""
-    from mcp import Client
-
-    async with Client(url, mode=mode, client_info=_named(name)) as client:
+    async with _client(url, mode, name, secret) as client:
         await turn.wait()
         held = 0
         for _ in range(2048):
@@ -308,14 +345,17 @@ async def _garbage(address: tuple[str, int], deadline: float, stats: dict[str, A
         await asyncio.sleep(0.01)
 
 
-async def _cross_client(url: str, deadline: float, stats: dict[str, Any], hoarded: asyncio.Event) -> None:
-    from mcp import Client
-
+async def _cross_client(
+    url: str, deadline: float, stats: dict[str, Any], hoarded: asyncio.Event, secret: bytes | None
+) -> None:
     await hoarded.wait()  # after the hoarders, so what they could take does not depend on a probe's timing
+    # Without authorization a 2026-07-28 jobId is a bearer capability (D-MCP-020), so the thief
+    # probes a handshake job; with it, the thief is another principal in the 2026-07-28 era (D-MCP-031).
+    mode = "legacy" if secret is None else "auto"
     async with (
-        Client(url, mode="legacy", client_info=_named("soak-owner")) as owner,
-        Client(url, mode="legacy", client_info=_named("soak-thief")) as thief,
-        Client(url, client_info=_named("soak-stranger")) as stranger,
+        _client(url, mode, "soak-owner", secret) as owner,
+        _client(url, mode, "soak-thief", secret) as thief,
+        _client(url, "auto", "soak-stranger", secret) as stranger,
     ):
         for _ in _until(deadline):
             task = (await owner.call_tool(PREPARE_TOOL, {"instance": "orders", "input": ORDER_INPUT})).structured_content
@@ -334,7 +374,7 @@ async def _cross_client(url: str, deadline: float, stats: dict[str, Any], hoarde
 
 
 async def _abuse(
-    url: str, seconds: float, smoke: bool, stats: dict[str, Any], ready: Any, stop: Any, out: Any
+    url: str, seconds: float, smoke: bool, stats: dict[str, Any], ready: Any, stop: Any, out: Any, secret: bytes | None
 ) -> None:
     parts = urlsplit(url)
     address = (parts.hostname or "127.0.0.1", parts.port or 0)
@@ -352,11 +392,11 @@ async def _abuse(
 
     jobs = [
         announce(),
-        *(_hoarder(url, mode, name, deadline, stats, turns[i], turns[i + 1]) for i, (mode, name) in enumerate(hoarders)),
+        *(_hoarder(url, mode, name, deadline, stats, turns[i], turns[i + 1], secret) for i, (mode, name) in enumerate(hoarders)),
         *(_slow_sender(address, i % 2 == 1, deadline, stats) for i in range(slow)),
         *(_big_bodies(address, deadline, stats) for _ in range(1 if smoke else 4)),
         _garbage(address, deadline, stats),
-        _cross_client(url, deadline, stats, turns[-1]),
+        _cross_client(url, deadline, stats, turns[-1], secret),
     ]
     tasks = [asyncio.ensure_future(job) for job in jobs]
     stopped = asyncio.ensure_future(asyncio.to_thread(stop.wait, seconds))
@@ -373,11 +413,11 @@ async def _abuse(
     out.put(dict(stats))
 
 
-def _abuse_process(url: str, seconds: float, smoke: bool, out: Any, ready: Any, stop: Any) -> None:
+def _abuse_process(url: str, seconds: float, smoke: bool, out: Any, ready: Any, stop: Any, secret: bytes | None) -> None:
     stats: dict[str, Any] = {key: 0 for key in (
         "hoarded_jobs", "hoarder_refused", "slow_cut_off_by_server", "big_body_failed",
         "garbage_dropped", "cross_client_refused", "cross_client_succeeded")}  # fmt: skip
-    asyncio.run(_abuse(url, seconds, smoke, stats, ready, stop, out))
+    asyncio.run(_abuse(url, seconds, smoke, stats, ready, stop, out, secret))
 
 
 # --------------------------------------------------------------------------- phases
@@ -391,10 +431,11 @@ def _config_file(folder: Path) -> Path:
 
 
 def run_phase(
-    config_file: Path, name: str, clients: int, seconds: float, abusers: bool, smoke: bool, max_jobs: int | None = None
+    config_file: Path, name: str, clients: int, seconds: float, abusers: bool, smoke: bool, max_jobs: int | None = None,
+    secret: bytes | None = None,
 ) -> Phase:
     phase = Phase(name, seconds)
-    server = _Server(config_file, max_jobs)
+    server = _Server(config_file, max_jobs, secret)
     abuse = None
     queue: Any = None
     try:
@@ -406,7 +447,7 @@ def run_phase(
             # The abusers run until the measured load ends (stop); their own deadline is a backstop.
             abuse = context.Process(
                 target=_abuse_process,
-                args=(server.url, seconds + 2 * ABUSER_START_SECONDS, smoke, queue, ready, stop),
+                args=(server.url, seconds + 2 * ABUSER_START_SECONDS, smoke, queue, ready, stop, secret),
                 daemon=True,
             )
             abuse.start()
@@ -414,7 +455,7 @@ def run_phase(
                 raise RuntimeError("the abusers did not start in time")
             time.sleep(0.5)  # the slow senders and body senders are under way too
         cpu_before = server.cpu_seconds()
-        asyncio.run(_legit_load(server.url, clients, seconds, phase))
+        asyncio.run(_legit_load(server.url, clients, seconds, phase, secret))
         phase.server_cpu_share = (server.cpu_seconds() - cpu_before) / seconds
         phase.peak_rss_mib = server.peak_rss_mib()
         if abuse is not None:
@@ -447,21 +488,26 @@ def _merge(into: Phase, part: Phase) -> None:
 
 
 def soak(
-    smoke: bool = False, clients: int | None = None, seconds: float | None = None, max_jobs: int | None = None
+    smoke: bool = False, clients: int | None = None, seconds: float | None = None, max_jobs: int | None = None,
+    authorized: bool = False,
 ) -> tuple[Phase, Phase]:
     """Alternate phases with and without abusers (ABBA order), so a machine whose other load
     drifts during the run weighs on both sides alike; return the two totals.  ``max_jobs``
-    sizes the Bridge (None: the default)."""
+    sizes the Bridge (None: the default); ``authorized`` serves with ``--auth-tokens``, every
+    client its own principal (D-MCP-031)."""
     clients = clients or (4 if smoke or max_jobs == SMALL_MAX_JOBS else 8)
     seconds = seconds or (2.0 if smoke else 12.0)  # 12 s: past the 10 s head deadline, so slow senders are cut off
     rounds = 1 if smoke else ROUNDS
     abused, alone = Phase("with abusers", 0.0), Phase("alone", 0.0)
     with tempfile.TemporaryDirectory(prefix="intentref-soak-") as folder:
         config_file = _config_file(Path(folder))
+        secret = os.urandom(16) if authorized else None
+        if secret is not None:
+            _write_tokens(Path(folder), clients, secret)
         for round_number in range(rounds):
             order = (True, False) if round_number % 2 == 0 else (False, True)
             for with_abusers in order:
-                part = run_phase(config_file, "", clients, seconds, with_abusers, smoke, max_jobs)
+                part = run_phase(config_file, "", clients, seconds, with_abusers, smoke, max_jobs, secret)
                 _merge(abused if with_abusers else alone, part)
     for phase in (abused, alone):
         phase.server_cpu_share /= phase.seconds or 1.0
@@ -488,15 +534,19 @@ def report(abused: Phase, alone: Phase, label: str = "soak") -> list[str]:
     return lines
 
 
-# The runs of a full soak: (label, --max-jobs or None for the Bridge's default).
-RUNS: Final = (("soak (maxJobs 1024)", None), (f"soak (maxJobs {SMALL_MAX_JOBS})", SMALL_MAX_JOBS))
+# The runs of a full soak: (label, --max-jobs or None for the Bridge's default, authorized).
+RUNS: Final = (
+    ("soak (maxJobs 1024)", None, False),
+    (f"soak (maxJobs {SMALL_MAX_JOBS})", SMALL_MAX_JOBS, False),
+    ("soak (maxJobs 1024, --auth-tokens)", None, True),
+)
 
 
 def figures(smoke: bool = False) -> list[Figure]:
     """The bench entry, one figure per Bridge size: seconds per legit flow with abusers vs alone (1 / the flows/s ratio)."""
     out = []
-    for label, max_jobs in RUNS:
-        abused, alone = soak(smoke, max_jobs=max_jobs)
+    for label, max_jobs, authorized in RUNS:
+        abused, alone = soak(smoke, max_jobs=max_jobs, authorized=authorized)
         for line in report(abused, alone, label):
             print(line)
         per_flow = [1 / p.rate if p.rate else float("inf") for p in (abused, alone)]

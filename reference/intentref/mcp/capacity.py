@@ -36,6 +36,12 @@ DEFAULT_JOB_IDLE_SECONDS: Final = 600.0
 # D-MCP-026: how much of a declared clientInfo name or version a refusal quotes.  The
 # identity itself is a digest of the whole value, so a long name costs no memory per job.
 MAX_QUOTED_CLIENT_INFO: Final = 64
+# D-LIM-007: tool calls one caller (a principal, or without authorization a client as D-MCP-026
+# tells them apart) may make per second on average, and how many seconds of them at once.
+# The normative suite over HTTP, one caller, makes 3,473 calls at about 900 a second on a
+# quiet machine: it never meets this; a runaway caller meets it within two seconds.
+DEFAULT_CALLS_PER_SECOND: Final = 1000
+CALL_BURST_SECONDS: Final = 2
 
 # Accept replies that leave the job where it was (D-BRG-009, R-IDM-004): a refused argument,
 # a job this session does not have, a stale or conflicting token, a rejected candidate.
@@ -139,6 +145,11 @@ def stateless_client(host: str | None, client_info: tuple[str, str] | None) -> C
     digest = hashlib.sha256(repr(client_info).encode("utf-8", "surrogatepass")).digest()
     declared = "no clientInfo" if client_info is None else f"clientInfo {_quoted(client_info[0])} {_quoted(client_info[1])}"
     return Client(("stateless", host, digest), f"the 2026-07-28 client at {host or 'an unknown address'} ({declared})")
+
+
+def principal_client(principal: str) -> Client:
+    """D-MCP-031, with authorization, in both eras: the principal the verified token names."""
+    return Client(("principal", principal), f"the principal {_quoted(principal)}")
 
 
 # --------------------------------------------------------------------------- the ledger

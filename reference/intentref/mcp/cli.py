@@ -27,7 +27,12 @@ from intentref.core import jsonpointer
 from intentref.core.errors import IntentParseError
 from intentref.core.limits import DEFAULT_MAX_JOBS, DEFAULT_MAX_REPLAY_ENTRIES, MAX_OPTION_VALUE
 from intentref.intent import Intent
-from intentref.mcp.capacity import DEFAULT_JOB_IDLE_SECONDS, per_client_fault
+from intentref.mcp.capacity import (
+    CALL_BURST_SECONDS,
+    DEFAULT_CALLS_PER_SECOND,
+    DEFAULT_JOB_IDLE_SECONDS,
+    per_client_fault,
+)
 from intentref.mcp.tools import TOOLS_IN_WORDS
 
 PROG: Final = "intent-runtime-mcp"
@@ -107,9 +112,9 @@ def is_loopback(host: str) -> bool:
 
 
 REMOTE_WARNING: Final = (
-    "warning: serving on {host}, which is not a loopback address: nothing authenticates peers, so "
-    "anyone who can reach this port can call the tools, and a 2026-07-28 client that learns a jobId "
-    "can act on that job."
+    "warning: serving on {host}, which is not a loopback address, with --allow-unauthenticated: nothing "
+    "authenticates peers, so anyone who can reach this port can call the tools, and a 2026-07-28 client "
+    "that learns a jobId can act on that job."
 )
 
 
@@ -131,7 +136,19 @@ def _seconds(text: str) -> float:
 
 # HTTP-only flags (D-MCP-021): the fair-capacity policy of a shared endpoint.  A stdio
 # connection is one client that owns the whole Bridge, so they mean nothing there.
-HTTP_FLAGS: Final = {"max_jobs_per_client": "--max-jobs-per-client", "job_idle_seconds": "--job-idle-seconds"}
+HTTP_FLAGS: Final = {
+    "max_jobs_per_client": "--max-jobs-per-client",
+    "job_idle_seconds": "--job-idle-seconds",
+    "max_calls_per_second": "--max-calls-per-second",
+    "auth_tokens": "--auth-tokens",
+    "auth_jwks": "--auth-jwks",
+}
+
+
+def _http_url(text: str) -> str:
+    if not text.startswith(("http://", "https://")):
+        raise argparse.ArgumentTypeError(f"expected an http:// or https:// URL, got {text!r}")
+    return text
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -151,7 +168,32 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--allow-remote",
         action="store_true",
-        help="allow --http to bind a non-loopback address (nothing authenticates peers; D-MCP-019)",
+        help="allow --http to bind a non-loopback address; needs an --auth-* option or --allow-unauthenticated (D-MCP-035)",
+    )
+    parser.add_argument(
+        "--allow-unauthenticated",
+        action="store_true",
+        help="with --allow-remote: serve any peer without authorization, on purpose (warned about)",
+    )
+    auth = parser.add_mutually_exclusive_group()
+    auth.add_argument(
+        "--auth-tokens",
+        metavar="FILE",
+        help='HTTP: require a bearer token listed as {"tokens": [{"principal": NAME, "sha256": HEX}]} (D-MCP-030)',
+    )
+    auth.add_argument(
+        "--auth-jwks",
+        metavar="FILE_OR_URL",
+        help="HTTP: require a JWT access token signed by a key of this JWKS; needs --auth-issuer and --auth-audience",
+    )
+    parser.add_argument("--auth-issuer", type=_http_url, metavar="URL", help="with --auth-jwks: the tokens' iss")
+    parser.add_argument("--auth-audience", metavar="AUD", help="with --auth-jwks: this server's aud (RFC 8707)")
+    parser.add_argument(
+        "--max-calls-per-second",
+        type=_count,
+        metavar="N",
+        help=f"HTTP: tool calls per second per principal, or per client without authorization (default "
+        f"{DEFAULT_CALLS_PER_SECOND}, bursts of {CALL_BURST_SECONDS} s of them; 0: no limit; D-MCP-034)",
     )
     parser.add_argument(
         "--max-jobs-per-client",
@@ -391,6 +433,39 @@ def _per_client_fault(args: argparse.Namespace) -> ConfigFault | None:
     return None if message is None else ConfigFault("--max-jobs-per-client", None, "CONFIG_INVALID", message)
 
 
+def _auth_usage_error(args: argparse.Namespace) -> str | None:
+    """The one-line usage error in the --auth-* flags (D-MCP-032), or None."""
+    if args.auth_jwks is None:
+        given = "--auth-issuer" if args.auth_issuer is not None else "--auth-audience" if args.auth_audience else None
+        return None if given is None else f"{given} applies to --auth-jwks only."
+    if args.auth_issuer is None or not args.auth_audience:
+        return "--auth-jwks needs --auth-issuer URL and --auth-audience AUD: a token must come from that issuer for this server."
+    return None
+
+
+def _authorization(args: argparse.Namespace) -> dict[str, Any]:
+    """The token verifier the --auth-* flags ask for, read and checked before serving (D-MCP-030)."""
+    if args.auth_tokens is None and args.auth_jwks is None:
+        return {}
+    # Only an authorized server needs the JOSE library and the SDK's auth parts at start.
+    import jwt
+
+    from intentref.mcp.auth import AuthFault, JwtTokens, StaticTokens
+
+    if args.auth_tokens is not None:
+        try:
+            return {"token_verifier": StaticTokens.parse(_read_config_bytes(args.auth_tokens))}
+        except AuthFault as fault:
+            raise ConfigFault(args.auth_tokens, fault.pointer, "CONFIG_INVALID", str(fault)) from None
+    keys: jwt.PyJWKSet | str = args.auth_jwks
+    if not args.auth_jwks.startswith(("http://", "https://")):
+        try:
+            keys = jwt.PyJWKSet.from_json(_read_config_bytes(args.auth_jwks).decode("utf-8", "replace"))
+        except (jwt.PyJWTError, ValueError) as exc:
+            raise ConfigFault(args.auth_jwks, "", "CONFIG_INVALID", f"not a usable JWK Set: {exc}") from None
+    return {"token_verifier": JwtTokens(keys, args.auth_issuer, args.auth_audience), "auth_issuer": args.auth_issuer}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     try:
@@ -409,16 +484,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         http_options["max_jobs_per_client"] = args.max_jobs_per_client
     if args.job_idle_seconds is not None:
         http_options["job_idle_seconds"] = args.job_idle_seconds or None  # 0: never
+    if args.max_calls_per_second is not None:
+        http_options["max_calls_per_second"] = args.max_calls_per_second or None  # 0: no limit
+    if (usage := _auth_usage_error(args)) is not None:
+        print(f"{PROG}: error: {usage}", file=sys.stderr)
+        return EXIT_CONFIG
+    try:
+        http_options.update(_authorization(args))
+    except ConfigFault as fault:
+        print(fault.line(), file=sys.stderr, flush=True)
+        return EXIT_CONFIG
     if args.http is not None and not is_loopback(args.http[0]):
         if not args.allow_remote:
             # spec: D-MCP-019 -- a usage error, one line, found before the configuration is read.
             print(
-                f"{PROG}: error: --http {args.http[0]} is not a loopback address; nothing authenticates "
-                "peers, so binding it needs --allow-remote.",
+                f"{PROG}: error: --http {args.http[0]} is not a loopback address; binding it needs --allow-remote.",
                 file=sys.stderr,
             )
             return EXIT_CONFIG
-        print(f"{PROG}: " + REMOTE_WARNING.format(host=args.http[0]), file=sys.stderr, flush=True)
+        if "token_verifier" not in http_options:
+            if not args.allow_unauthenticated:
+                # spec: D-MCP-035 -- serving other hosts without authorization is asked for by name.
+                print(
+                    f"{PROG}: error: --allow-remote needs --auth-tokens or --auth-jwks, so that peers are "
+                    "authenticated, or --allow-unauthenticated to serve any peer on purpose.",
+                    file=sys.stderr,
+                )
+                return EXIT_CONFIG
+            print(f"{PROG}: " + REMOTE_WARNING.format(host=args.http[0]), file=sys.stderr, flush=True)
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format=f"{PROG}: %(levelname)s %(name)s: %(message)s"
     )

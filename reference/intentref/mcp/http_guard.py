@@ -8,6 +8,8 @@ D-MCP-023), leaving everything else to the SDK and uvicorn:
 * ``RequestGuard`` (ASGI middleware): the SDK's own DNS-rebinding check, run on the headers
   alone; then the body, read against a deadline and a shared byte budget, handed to the
   SDK in one piece.
+* ``CallRateLimit`` (ASGI middleware, behind the SDK's bearer middleware): each caller's tool
+  calls through a token bucket, 429 past it (D-MCP-034).
 * ``GuardedH11Protocol`` (uvicorn protocol): closes a connection whose request head has
   not arrived within the header timeout.
 * ``ListeningSocket``: the listening socket; every connection it accepts sends small writes
@@ -25,16 +27,20 @@ import json
 import logging
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any, Final
 
 import anyio
 import h11
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp_types import CLIENT_INFO_META_KEY
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from intentref.mcp.auth import principal_of
+from intentref.mcp.capacity import CALL_BURST_SECONDS, principal_client, stateless_client
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +64,8 @@ DEFAULT_LARGE_BODY_RATE: Final = 8 * 1024 * 1024
 # D-MCP-022: what a refused request is told to wait; bodies in flight finish in milliseconds
 # on loopback, so a second is ample.
 RETRY_AFTER_SECONDS: Final = 1
+# D-LIM-008: callers tracked at once before those whose bucket has refilled are forgotten.
+MAX_TRACKED_CALLERS: Final = 10_000
 # D-MCP-023: the whole head of a request (request line and headers) must arrive within this;
 # an SDK client sends it in one write.  Counted from the connection's start, or from the end
 # of the previous response on a kept-alive connection.
@@ -67,6 +75,30 @@ DEFAULT_HEADER_TIMEOUT: Final = 10.0
 DEFAULT_BODY_TIMEOUT: Final = 30.0
 # D-MCP-023: at most one line per this many seconds about running out of descriptors.
 RESOURCE_LOG_INTERVAL: Final = 10.0
+
+
+class TokenBucket:
+    """``rate`` units a second on average, up to ``burst`` at once: what one take may spend."""
+
+    def __init__(self, rate: float, burst: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate = rate
+        self.burst = float(burst)
+        self._clock = clock
+        self._tokens = float(burst)
+        self._filled_at = clock()
+
+    def take(self, amount: float = 1.0) -> bool:
+        now = self._clock()
+        self._tokens = min(self.burst, self._tokens + (now - self._filled_at) * self.rate)
+        self._filled_at = now
+        if self._tokens < amount:
+            return False
+        self._tokens -= amount
+        return True
+
+    def full(self) -> bool:
+        """Whether the bucket has refilled completely, so forgetting it loses nothing."""
+        return self._tokens + (self._clock() - self._filled_at) * self.rate >= self.burst
 
 
 class BodyBudget:
@@ -86,21 +118,13 @@ class BodyBudget:
         self.limits = {"small": small, "large": large}
         self.used = {"small": 0, "large": 0}
         self.refused = 0  # requests answered 503, for tests and the soak figure
-        self._rate = large_rate
-        self._clock = clock
-        self._tokens = float(large)
-        self._filled_at = clock()
+        self._large_rate = TokenBucket(large_rate, large, clock)
 
     def take(self, pool: str, size: int) -> bool:
         if self.used[pool] + size > self.limits[pool]:
             return False
-        if pool == "large":
-            now = self._clock()
-            self._tokens = min(float(self.limits["large"]), self._tokens + (now - self._filled_at) * self._rate)
-            self._filled_at = now
-            if self._tokens < size:
-                return False
-            self._tokens -= size
+        if pool == "large" and not self._large_rate.take(size):
+            return False
         self.used[pool] += size
         return True
 
@@ -172,11 +196,7 @@ class RequestGuard:
             if trailer is not None:
                 replay.append(trailer)
             del body
-
-            async def replayed() -> Message:
-                return replay.pop(0) if replay else await receive()
-
-            await self.app(scope, replayed, send)
+            await self.app(scope, _replaying(replay, receive), send)
         finally:
             for pool, size in held.items():
                 self._budget.give(pool, size)
@@ -223,6 +243,91 @@ class RequestGuard:
             self._budget.refused += 1
             raise _Refused(_too_busy(), delay=RETRY_AFTER_SECONDS)
         held[pool] += size
+
+
+def _replaying(messages: list[Message], receive: Receive) -> Receive:
+    """A receive that hands out ``messages`` first, then whatever the client sends next."""
+
+    async def replayed() -> Message:
+        return messages.pop(0) if messages else await receive()
+
+    return replayed
+
+
+class CallRates:
+    """A token bucket of tool calls per caller (D-MCP-034), forgetting callers whose bucket is full again."""
+
+    def __init__(self, per_second: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.per_second = per_second
+        self.refused = 0  # calls answered 429, for tests and the soak figure
+        self._clock = clock
+        self._buckets: dict[Hashable, TokenBucket] = {}
+
+    def take(self, caller: Hashable, calls: int) -> bool:
+        bucket = self._buckets.get(caller)
+        if bucket is None:
+            if len(self._buckets) >= MAX_TRACKED_CALLERS:
+                # A full bucket is what a new caller starts with, so forgetting one changes nothing.
+                self._buckets = {key: kept for key, kept in self._buckets.items() if not kept.full()}
+            bucket = self._buckets[caller] = TokenBucket(self.per_second, self.per_second * CALL_BURST_SECONDS, self._clock)
+        if bucket.take(calls):
+            return True
+        self.refused += 1
+        return False
+
+
+def _tool_calls(body: bytes) -> list[dict[str, Any]]:
+    """The ``tools/call`` requests in a POST body (a JSON-RPC message, or a batch of them)."""
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError):
+        return []  # the SDK answers it; no tool runs
+    messages = document if isinstance(document, list) else [document]
+    return [m for m in messages if isinstance(m, dict) and m.get("method") == "tools/call"]
+
+
+def _caller(scope: Scope, call: dict[str, Any]) -> Hashable:
+    """Whom a tool call counts against: the principal, else the client as D-MCP-026 tells them apart."""
+    if (principal := principal_of(scope)) is not None:
+        return principal_client(principal).key
+    for name, value in scope["headers"]:
+        if name == b"mcp-session-id":
+            return ("session", value)
+    params = call.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    info = meta.get(CLIENT_INFO_META_KEY) if isinstance(meta, dict) else None
+    declared = (str(info.get("name")), str(info.get("version"))) if isinstance(info, dict) else None
+    return stateless_client((scope.get("client") or (None,))[0], declared).key
+
+
+class CallRateLimit:
+    """ASGI middleware behind authentication: a tool call past its caller's rate gets 429 (D-MCP-034).
+
+    It runs inside RequestGuard, so the body arrives whole in one message; the refusal is
+    answered before the SDK parses the request, so no Bridge session sees it.
+    """
+
+    def __init__(self, app: ASGIApp, *, rates: CallRates, authorized: bool = False) -> None:
+        self.app = app
+        self._rates = rates
+        self._authorized = authorized
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST" or (self._authorized and principal_of(scope) is None):
+            await self.app(scope, receive, send)  # an unauthenticated request gets its 401 first
+            return
+        message = await receive()
+        calls = _tool_calls(message.get("body", b""))
+        if calls and not self._rates.take(_caller(scope, calls[0]), len(calls)):
+            await anyio.sleep(RETRY_AFTER_SECONDS)  # as for a refused body (D-MCP-022): a flood waits its turn
+            refusal = Response(
+                f"Too many tool calls: at most {self._rates.per_second} a second; retry shortly.",
+                status_code=429,
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+            )
+            await refusal(scope, receive, send)
+            return
+        await self.app(scope, _replaying([message], receive), send)
 
 
 def _opens_a_session(scope: Scope) -> bool:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 import uvicorn
+from mcp.server.auth.provider import TokenVerifier
 from mcp.server.context import ServerRequestContext
 
 from intentref.bridge import create_intent_bridge
@@ -33,7 +34,7 @@ from intentref.mcp.adapter import (
     close_session,
     tool_result,
 )
-from intentref.mcp.capacity import DEFAULT_JOB_IDLE_SECONDS
+from intentref.mcp.capacity import DEFAULT_CALLS_PER_SECOND, DEFAULT_JOB_IDLE_SECONDS
 from intentref.mcp.http_app import (
     DEFAULT_MAX_REQUEST_BODY_SIZE,
     MCP_PATH,
@@ -260,14 +261,24 @@ async def serve_intent_mcp_http(
     header_timeout: float = DEFAULT_HEADER_TIMEOUT,
     body_timeout: float = DEFAULT_BODY_TIMEOUT,
     extra_tools: Sequence[ExtraTool] = (),
+    max_calls_per_second: int | None = DEFAULT_CALLS_PER_SECOND,
+    token_verifier: TokenVerifier | None = None,
+    auth_issuer: str | None = None,
 ) -> IntentMcpService:
     """Serve MCP_TOOLS over streamable HTTP at ``http://host:port/mcp`` (port 0: any free one).
 
     Loopback by default, with the SDK's DNS-rebinding protection on.  ``service.url`` is
     the bound endpoint; ``close()`` stops the server, ends every session and closes the
-    Bridge.
+    Bridge.  With a ``token_verifier`` every request needs a bearer token (D-MCP-030).
     """
     bridge: Bridge = create_intent_bridge(dict(config))
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = ListeningSocket.adopt(socket.create_server((host, port), family=family))  # D-MCP-023
+    except BaseException:
+        bridge.close()
+        raise
+    url = f"http://{url_host(host)}:{sock.getsockname()[1]}{MCP_PATH}"
     try:
         app = create_intent_mcp_http_app(
             bridge,
@@ -280,13 +291,15 @@ async def serve_intent_mcp_http(
             body_budget=body_budget,
             body_timeout=body_timeout,
             extra_tools=extra_tools,
+            max_calls_per_second=max_calls_per_second,
+            token_verifier=token_verifier,
+            resource_url=url,
+            auth_issuer=auth_issuer,
         )
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = ListeningSocket.adopt(socket.create_server((host, port), family=family))  # D-MCP-023
     except BaseException:
+        sock.close()
         bridge.close()
         raise
-    bound = sock.getsockname()[1]
     uv = _UvicornServer(
         uvicorn.Config(
             app,
@@ -325,4 +338,4 @@ async def serve_intent_mcp_http(
     def stop() -> None:
         uv.should_exit = True  # uvicorn's own graceful path: lifespan exit ends every session
 
-    return await _start(run, bridge, f"http://{url_host(host)}:{bound}{MCP_PATH}", stop)
+    return await _start(run, bridge, url, stop)
