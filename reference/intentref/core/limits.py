@@ -6,6 +6,7 @@ enforces can be read (and cited) in one place.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 # spec: R-CAP-014 -- capacity options are positive safe integers no greater than this
@@ -108,3 +109,19 @@ def has_lone_surrogate(value: Any) -> bool:
     if isinstance(value, list):
         return any(has_lone_surrogate(v) for v in value)
     return False
+
+
+def map_strings(value: Any, change: Callable[[str], Any], keys: bool = False) -> Any:
+    """JSON ``value`` with ``change`` applied to every string in it (and every member name, with ``keys``)."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, dict):
+        return {change(k) if keys else k: map_strings(v, change, keys) for k, v in value.items()}
+    if isinstance(value, list):
+        return [map_strings(v, change, keys) for v in value]
+    return value
+
+
+def well_formed_json(value: Any) -> Any:
+    """``value`` with lone surrogates as U+FFFD, keys included: what any UTF-8 transport delivers (D-MCP-008)."""
+    return map_strings(value, well_formed, keys=True)

@@ -25,7 +25,7 @@ from mcp.server.context import ServerRequestContext
 from intentref._version import __version__
 from intentref.bridge import retained_json
 from intentref.core.jsontext import dumps_compact
-from intentref.core.limits import is_well_formed, well_formed
+from intentref.core.limits import well_formed_json
 from intentref.core.wire import OP_OF_TOOL, PREPARE_TOOL
 from intentref.mcp.capacity import Client, JobLedger, session_client
 from intentref.mcp.replies import adapter_error_reply, is_bridge_reply, self_error_reply
@@ -96,17 +96,6 @@ def call_intent_tool(
         )
 
 
-def _well_formed_json(value: Any) -> Any:
-    """``value`` with every lone surrogate replaced by U+FFFD, keys included (D-MCP-008)."""
-    if isinstance(value, str):
-        return value if is_well_formed(value) else well_formed(value)
-    if isinstance(value, dict):
-        return {_well_formed_json(k): _well_formed_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_well_formed_json(v) for v in value]
-    return value
-
-
 def tool_result(reply: dict[str, Any], reply_json: str | None = None) -> types.CallToolResult:
     """The MCP envelope of one BridgeReply (spec: seed 000 "MCP 外层返回").
 
@@ -120,7 +109,7 @@ def tool_result(reply: dict[str, Any], reply_json: str | None = None) -> types.C
         text.encode("utf-8")
     except UnicodeEncodeError:
         # A lone surrogate cannot cross a UTF-8 wire; JSON.stringify + TextEncoder would send U+FFFD.
-        reply = _well_formed_json(reply)
+        reply = well_formed_json(reply)
         text = dumps_compact(reply)
     except (TypeError, ValueError):
         logger.exception("BridgeReply is not JSON-serialisable")

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from intentref.core import jsonpointer
-from intentref.core.limits import well_formed
+from intentref.core.limits import map_strings as map_strings
+from intentref.core.limits import well_formed_json as well_formed_json
 
 
 class FixtureError(ValueError):
@@ -58,22 +59,6 @@ class _Unresolved(Exception):
 def stringify(value: Any) -> str:
     """JSON.stringify(value): compact separators, non-ASCII characters written as themselves."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
-def map_strings(value: Any, change: Callable[[str], Any], keys: bool = False) -> Any:
-    """JSON ``value`` with ``change`` applied to every string in it (and every member name, with ``keys``)."""
-    if isinstance(value, str):
-        return change(value)
-    if isinstance(value, dict):
-        return {change(k) if keys else k: map_strings(v, change, keys) for k, v in value.items()}
-    if isinstance(value, list):
-        return [map_strings(v, change, keys) for v in value]
-    return value
-
-
-def well_formed_json(value: Any) -> Any:
-    """``value`` with lone surrogates as U+FFFD, keys included: what any UTF-8 transport delivers (D-MCP-008)."""
-    return map_strings(value, well_formed, keys=True)
 
 
 def _gen_reply(spec: dict[str, Any], history: History) -> Any:
