@@ -251,13 +251,9 @@ def _read_config_bytes(file: str) -> bytes:
     O_NONBLOCK so that a FIFO is refused instead of waiting for a writer; the size is
     checked before reading and again while reading (the file may grow in between).
     """
+    fd = -1
     try:
         fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise ConfigFault(
-            file, "", "CONFIG_INVALID", f"cannot read the file: {exc.strerror or exc}."
-        ) from None
-    try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
@@ -278,7 +274,8 @@ def _read_config_bytes(file: str) -> bytes:
             file, "", "CONFIG_INVALID", f"cannot read the file: {exc.strerror or exc}."
         ) from None
     finally:
-        os.close(fd)
+        if fd >= 0:
+            os.close(fd)
 
 
 def build_instances(file: str) -> dict[str, Any]:
@@ -466,57 +463,57 @@ def _authorization(args: argparse.Namespace) -> dict[str, Any]:
     return {"token_verifier": JwtTokens(keys, args.auth_issuer, args.auth_audience), "auth_issuer": args.auth_issuer}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse has printed usage on stderr (status 2) or --help (0)
-        return int(exc.code) if isinstance(exc.code, int) else EXIT_CONFIG
+class _UsageLine(Exception):
+    """A mistake in the flags: one line and status 2, found before the configuration is read."""
+
+
+def _http_options(args: argparse.Namespace) -> dict[str, Any]:
+    """What the HTTP flags ask of the server, checked before any work (D-MCP-013)."""
     given = [flag for name, flag in HTTP_FLAGS.items() if getattr(args, name) is not None]
     if args.http is None and given:
-        print(f"{PROG}: error: {given[0]} applies to --http only; stdio has one client.", file=sys.stderr)
-        return EXIT_CONFIG
+        raise _UsageLine(f"{given[0]} applies to --http only; stdio has one client.")
     http_options: dict[str, Any] = {}
     if args.max_jobs_per_client is not None:
         if (fault := _per_client_fault(args)) is not None:
-            print(fault.line(), file=sys.stderr)
-            return EXIT_CONFIG
+            raise fault
         http_options["max_jobs_per_client"] = args.max_jobs_per_client
     if args.job_idle_seconds is not None:
         http_options["job_idle_seconds"] = args.job_idle_seconds or None  # 0: never
     if args.max_calls_per_second is not None:
         http_options["max_calls_per_second"] = args.max_calls_per_second or None  # 0: no limit
     if (usage := _auth_usage_error(args)) is not None:
-        print(f"{PROG}: error: {usage}", file=sys.stderr)
-        return EXIT_CONFIG
-    try:
-        http_options.update(_authorization(args))
-    except ConfigFault as fault:
-        print(fault.line(), file=sys.stderr, flush=True)
-        return EXIT_CONFIG
+        raise _UsageLine(usage)
+    http_options.update(_authorization(args))
     if args.http is not None and not is_loopback(args.http[0]):
         if not args.allow_remote:
             # spec: D-MCP-019 -- a usage error, one line, found before the configuration is read.
-            print(
-                f"{PROG}: error: --http {args.http[0]} is not a loopback address; binding it needs --allow-remote.",
-                file=sys.stderr,
-            )
-            return EXIT_CONFIG
+            raise _UsageLine(f"--http {args.http[0]} is not a loopback address; binding it needs --allow-remote.")
         if "token_verifier" not in http_options:
             if not args.allow_unauthenticated:
                 # spec: D-MCP-035 -- serving other hosts without authorization is asked for by name.
-                print(
-                    f"{PROG}: error: --allow-remote needs --auth-tokens or --auth-jwks, so that peers are "
-                    "authenticated, or --allow-unauthenticated to serve any peer on purpose.",
-                    file=sys.stderr,
+                raise _UsageLine(
+                    "--allow-remote needs --auth-tokens or --auth-jwks, so that peers are "
+                    "authenticated, or --allow-unauthenticated to serve any peer on purpose."
                 )
-                return EXIT_CONFIG
             print(f"{PROG}: " + REMOTE_WARNING.format(host=args.http[0]), file=sys.stderr, flush=True)
-    logging.basicConfig(
-        stream=sys.stderr, level=logging.WARNING, format=f"{PROG}: %(levelname)s %(name)s: %(message)s"
-    )
+    return http_options
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
     try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse has printed usage on stderr (status 2) or --help (0)
+        return int(exc.code) if isinstance(exc.code, int) else EXIT_CONFIG
+    try:
+        http_options = _http_options(args)
+        logging.basicConfig(
+            stream=sys.stderr, level=logging.WARNING, format=f"{PROG}: %(levelname)s %(name)s: %(message)s"
+        )
         instances = build_instances(args.config)
+    except _UsageLine as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr, flush=True)
+        return EXIT_CONFIG
     except ConfigFault as fault:
         print(fault.line(), file=sys.stderr, flush=True)
         return EXIT_CONFIG

@@ -171,20 +171,14 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK if smoke(args.harness, args.timeout) else EXIT_FAILED
     from intentref.suite.targets.base import TargetCannotStart
 
+    statuses = {UsageError: EXIT_USAGE, NothingSelected: EXIT_NOTHING_SELECTED,
+                TargetCannotStart: EXIT_TARGET_UNUSABLE, MissingInstances: EXIT_TARGET_UNUSABLE}  # fmt: skip
     try:
         return _run(args)
-    except UsageError as exc:
-        print(f"intentref conformance: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except NothingSelected as exc:
-        print(f"intentref conformance: {exc}", file=sys.stderr)
-        return EXIT_NOTHING_SELECTED
-    except TargetCannotStart as exc:
-        print(f"intentref conformance: the target could not start: {exc}", file=sys.stderr)
-        return EXIT_TARGET_UNUSABLE
-    except MissingInstances as exc:
-        print(f"intentref conformance: {exc}", file=sys.stderr)
-        return EXIT_TARGET_UNUSABLE
+    except tuple(statuses) as exc:
+        cannot_start = "the target could not start: " if isinstance(exc, TargetCannotStart) else ""
+        print(f"intentref conformance: {cannot_start}{exc}", file=sys.stderr)
+        return next(status for kind, status in statuses.items() if isinstance(exc, kind))
 
 
 _REPORT_NAMES: Final = {"--json": "JSON", "--junit": "JUnit XML", "--html": "HTML", "--markdown": "Markdown"}

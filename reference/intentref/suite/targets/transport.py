@@ -201,20 +201,14 @@ def message_json(message: SessionMessage) -> Any:
     return message.message.model_dump(by_alias=True, mode="json", exclude_unset=True)
 
 
-class _TappedSend:
-    """The client's write stream, telling ``tap_of()`` (when set) each message it sends."""
+class _Tapped:
+    """One of the client's streams, telling ``tap_of()`` (when set) each message that passes."""
 
     def __init__(self, stream: Any, tap_of: Callable[[], Callable[[str, Any], None] | None]) -> None:
         self._stream = stream
         self._tap_of = tap_of
 
-    async def send(self, message: Any) -> None:
-        tap = self._tap_of()
-        if tap is not None and isinstance(message, SessionMessage):
-            tap(SENT, message_json(message))
-        await self._stream.send(message)
-
-    async def __aenter__(self) -> _TappedSend:
+    async def __aenter__(self) -> Any:
         await self._stream.__aenter__()
         return self
 
@@ -225,13 +219,15 @@ class _TappedSend:
         return getattr(self._stream, name)
 
 
-class _TappedReceive:
-    """The client's read stream, telling ``tap_of()`` (when set) each message it receives."""
+class _TappedSend(_Tapped):
+    async def send(self, message: Any) -> None:
+        tap = self._tap_of()
+        if tap is not None and isinstance(message, SessionMessage):
+            tap(SENT, message_json(message))
+        await self._stream.send(message)
 
-    def __init__(self, stream: Any, tap_of: Callable[[], Callable[[str, Any], None] | None]) -> None:
-        self._stream = stream
-        self._tap_of = tap_of
 
+class _TappedReceive(_Tapped):
     def _heard(self, item: Any) -> Any:
         tap = self._tap_of()
         if tap is not None:
@@ -246,16 +242,6 @@ class _TappedReceive:
 
     async def __anext__(self) -> Any:
         return self._heard(await self._stream.__anext__())
-
-    async def __aenter__(self) -> _TappedReceive:
-        await self._stream.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc_info: Any) -> Any:
-        return await self._stream.__aexit__(*exc_info)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
 
 
 @contextlib.asynccontextmanager
