@@ -1,7 +1,5 @@
 """``intent-runtime-mcp``: serve configured Intent instances as MCP tools.
 
-    intent-runtime-mcp --config FILE [--http HOST:PORT] [--max-jobs N] ...
-
 Seed 000 "MCP 服务" (spec: R-SRV-004 .. R-SRV-010): the file names instances only; the
 command builds and owns them, and stops serving at the end of input or on an exit signal.
 stdout carries MCP protocol bytes only; everything else goes to stderr.  Exit status: 0

@@ -138,12 +138,8 @@ class _Refused(Exception):
         self.delay = delay  # seconds to hold the answer (D-MCP-022: a refused body waits out its Retry-After)
 
 
-def _too_busy() -> Response:
-    return Response(
-        "Too many request bodies in flight; retry shortly.",
-        status_code=503,
-        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
-    )
+def _too_large() -> _Refused:
+    return _Refused(Response("Request body too large", status_code=413))
 
 
 class RequestGuard:
@@ -204,13 +200,9 @@ class RequestGuard:
     async def _read_body(self, scope: Scope, receive: Receive, held: dict[str, int]) -> tuple[bytes, Message | None]:
         declared = _content_length(scope)
         if declared is not None and declared > self._max_body_size:
-            raise _Refused(Response("Request body too large", status_code=413))
+            raise _too_large()
         if declared is not None and declared > SMALL_BODY_BYTES:
-            # A large body reserves its whole declared size before any of it is read.
-            if not self._budget.take("large", declared):
-                self._budget.refused += 1
-                raise _Refused(_too_busy(), delay=RETRY_AFTER_SECONDS)
-            held["large"] = declared
+            self._take(held, "large", declared)  # a large body reserves its whole declared size first
         chunks: list[bytes] = []
         total = 0
         trailer: Message | None = None
@@ -223,9 +215,10 @@ class RequestGuard:
                 chunk = message.get("body", b"")
                 total += len(chunk)
                 if total > self._max_body_size:
-                    raise _Refused(Response("Request body too large", status_code=413))
+                    raise _too_large()
                 if chunk and not held["large"]:
-                    self._count(held, total, len(chunk))
+                    # An undeclared (chunked) body that grows past the small size counts as large.
+                    self._take(held, "small" if total <= SMALL_BODY_BYTES else "large", len(chunk))
                 chunks.append(chunk)
                 if not message.get("more_body", False):
                     break
@@ -233,15 +226,12 @@ class RequestGuard:
             raise _Refused(Response("Request body not received in time", status_code=408, headers={"Connection": "close"}))
         return b"".join(chunks), trailer
 
-    def _count(self, held: dict[str, int], total: int, size: int) -> None:
-        """Count a chunk of a body with no declared large size against its pool."""
-        if total <= SMALL_BODY_BYTES:
-            pool = "small"
-        else:
-            pool = "large"  # an undeclared (chunked) body that grew past the small size
+    def _take(self, held: dict[str, int], pool: str, size: int) -> None:
         if not self._budget.take(pool, size):
             self._budget.refused += 1
-            raise _Refused(_too_busy(), delay=RETRY_AFTER_SECONDS)
+            busy = "Too many request bodies in flight; retry shortly."
+            raise _Refused(Response(busy, status_code=503, headers={"Retry-After": str(RETRY_AFTER_SECONDS)}),
+                           delay=RETRY_AFTER_SECONDS)  # fmt: skip
         held[pool] += size
 
 
@@ -475,8 +465,7 @@ class ListeningSocket(socket.socket):
 
     @classmethod
     def adopt(cls, sock: socket.socket) -> ListeningSocket:
-        adopted = cls(sock.family, sock.type, sock.proto, fileno=sock.detach())
-        return adopted
+        return cls(sock.family, sock.type, sock.proto, fileno=sock.detach())
 
     def accept(self) -> tuple[socket.socket, Any]:
         if self._exhausted:

@@ -1,7 +1,5 @@
 """``intentref compare``: what changed between two conformance JSON reports (issue 39).
 
-    intentref compare OLD.json NEW.json [--markdown FILE]
-
 Lists regressions (passed → failed or errored), fixes, newly unsupported cases, cases no
 longer unsupported, cases whose failure changed kind, and cases added to or removed from the
 suite (D-CNF-060).  Exit status: 1 when a case regressed, 0 otherwise (whatever else

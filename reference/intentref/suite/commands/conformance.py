@@ -1,14 +1,5 @@
 """intentref conformance: run the conformance suite against a target.
 
-    intentref conformance [--in-process | --stdio CMD | --http URL | --http-reference | --harness CMD
-                           | --python MOD:ATTR | --target SPEC] [--era auto|2026|legacy|both] [--cold-start]
-                          [--jobs N] [--isolate] [--level normative|all] [--only PAT] [--skip PAT]
-                          [--expected-failures FILE] [--timeout S] [--json F] [--junit F] [--html F]
-                          [--trace] [--repeat N]
-                          [--markdown F] [--compare OLD.json]
-    intentref conformance --harness CMD --smoke
-    intentref conformance --write-mjs [--check]
-
 The target flags are every command's (``targets.options``): without one the bundled
 reference server runs over real stdio, its era negotiated.  Cases go to ``--jobs`` worker
 processes (default: the CPUs this process may use).  Exit statuses are ``EXIT_STATUSES``

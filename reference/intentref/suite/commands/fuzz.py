@@ -1,9 +1,5 @@
 """``intentref fuzz``: reproducible JSON cases for host developers, and replaying them against a target.
 
-    intentref fuzz --seed N --count K --out DIR [--kind candidates|replies|sessions] [--heavy]
-    intentref fuzz --replay DIR [--in-process | --stdio CMD | --http URL | --harness CMD | --target SPEC ...]
-                   [--era auto|2026|legacy] [--loose] [--jobs N]
-
 A replay takes the target flags of every command (``targets.options``; without one, the
 bundled server over stdio, D-CNF-057).
 

@@ -1,10 +1,5 @@
 """``intentref host``: judge a host of the protocol by what it does.
 
-    intentref host --command "my-host --server {server} --model {model} --request {request}"
-                   [--scenario FILE ...] [--level normative|reference] [--era auto|2026|legacy|both]
-                   [--json F] [--junit F] [--html F] [--markdown F]
-                   [--fuzz --seed N --count K [--out DIR]]
-
 Exit status: 0 when every scenario passes at the chosen level, 1 when one fails, 2 for a
 command-line mistake (reported in one line before anything runs), 3 when the host never
 reached the server in any scenario (a host that cannot run: one line with its exit status

@@ -1,9 +1,5 @@
 """``intentref properties``: the property suite and a call campaign against a target.
 
-    intentref properties [--in-process | --stdio CMD | --http URL | --harness CMD | --target SPEC ...]
-                         [--era auto|2026|legacy|both] [--profile ci|long|smoke] [--seed N] [--calls N] [-k EXPR]
-                         [--no-differential] [--jobs N]
-
 The target flags are every command's (``targets.options``): without one, the bundled
 server over stdio (D-CNF-057).  Two phases, one report:
 
