@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 import uvicorn
-from mcp.server.auth.provider import TokenVerifier
 from mcp.server.context import ServerRequestContext
 
 from intentref.bridge import create_intent_bridge
@@ -34,18 +33,10 @@ from intentref.mcp.adapter import (
     close_session,
     tool_result,
 )
-from intentref.mcp.capacity import DEFAULT_CALLS_PER_SECOND, DEFAULT_JOB_IDLE_SECONDS
-from intentref.mcp.http_app import (
-    DEFAULT_MAX_REQUEST_BODY_SIZE,
-    MCP_PATH,
-    create_intent_mcp_http_app,
-    url_host,
-)
+from intentref.mcp.http_app import MCP_PATH, create_intent_mcp_http_app, url_host
 from intentref.mcp.http_guard import (
-    DEFAULT_BODY_TIMEOUT,
     DEFAULT_HEADER_TIMEOUT,
     PER_REQUEST_LOGGERS,
-    BodyBudget,
     ListeningSocket,
     RateLimitFilter,
     guarded_protocol,
@@ -252,24 +243,15 @@ async def serve_intent_mcp_http(
     host: str = "127.0.0.1",
     port: int = 0,
     *,
-    allowed_hosts: list[str] | None = None,
-    allowed_origins: list[str] | None = None,
-    max_request_body_size: int = DEFAULT_MAX_REQUEST_BODY_SIZE,
-    max_jobs_per_client: int | None = None,
-    job_idle_seconds: float | None = DEFAULT_JOB_IDLE_SECONDS,
-    body_budget: BodyBudget | None = None,
     header_timeout: float = DEFAULT_HEADER_TIMEOUT,
-    body_timeout: float = DEFAULT_BODY_TIMEOUT,
-    extra_tools: Sequence[ExtraTool] = (),
-    max_calls_per_second: int | None = DEFAULT_CALLS_PER_SECOND,
-    token_verifier: TokenVerifier | None = None,
-    auth_issuer: str | None = None,
+    **app_options: Any,
 ) -> IntentMcpService:
     """Serve MCP_TOOLS over streamable HTTP at ``http://host:port/mcp`` (port 0: any free one).
 
     Loopback by default, with the SDK's DNS-rebinding protection on.  ``service.url`` is
     the bound endpoint; ``close()`` stops the server, ends every session and closes the
-    Bridge.  With a ``token_verifier`` every request needs a bearer token (D-MCP-030).
+    Bridge.  ``app_options`` are ``create_intent_mcp_http_app``'s (body limits, fair share,
+    call rate, ``token_verifier``: D-MCP-021 .. D-MCP-034), the endpoint's URL its ``resource_url``.
     """
     bridge: Bridge = create_intent_bridge(dict(config))
     try:
@@ -280,22 +262,7 @@ async def serve_intent_mcp_http(
         raise
     url = f"http://{url_host(host)}:{sock.getsockname()[1]}{MCP_PATH}"
     try:
-        app = create_intent_mcp_http_app(
-            bridge,
-            host=host,
-            allowed_hosts=allowed_hosts,
-            allowed_origins=allowed_origins,
-            max_request_body_size=max_request_body_size,
-            max_jobs_per_client=max_jobs_per_client,
-            job_idle_seconds=job_idle_seconds,
-            body_budget=body_budget,
-            body_timeout=body_timeout,
-            extra_tools=extra_tools,
-            max_calls_per_second=max_calls_per_second,
-            token_verifier=token_verifier,
-            resource_url=url,
-            auth_issuer=auth_issuer,
-        )
+        app = create_intent_mcp_http_app(bridge, host=host, resource_url=url, **app_options)
     except BaseException:
         sock.close()
         bridge.close()

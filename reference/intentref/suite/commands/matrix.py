@@ -132,8 +132,6 @@ def columns_per_era(impls: Sequence[Implementation]) -> list[Implementation]:
 
 def _spec_or_error(impl: Implementation, timeout: float, headers: tuple[tuple[str, str], ...] = ()) -> Any:
     """The implementation's parsed spec, or None with its column's error set (D-CNF-041)."""
-    from dataclasses import replace
-
     from intentref.suite.targets import registry
 
     try:
