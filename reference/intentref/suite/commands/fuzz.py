@@ -33,8 +33,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from intentref.core.limits import well_formed_json
 from intentref.suite.properties.fuzz_cases import CASE_KINDS, write_cases
-from intentref.suite.targets.base import CallSession, Reply, Run, Session
+from intentref.suite.targets.base import InProcessRun, InProcessSession, Reply, Session
 from intentref.suite.targets.options import add_target_arguments, target_from
 from intentref.suite.targets.registry import LARGE_CALL_TIMEOUT, TargetSpec
 from intentref.suite.usage import UsageError, worker_count
@@ -100,34 +101,20 @@ def _loosen(expect: Any) -> Any:
     return {"$subset": {"kind": expect.get("kind")}}
 
 
-class _WellFormedSession(CallSession):
+class _WellFormedSession(InProcessSession):
     """Replies with lone surrogates as U+FFFD, the form the cases record (any transport's form)."""
 
-    def __init__(self, inner: Session) -> None:
-        self._inner = inner
-
     def _call(self, op: str, request: Any) -> Reply:
-        from intentref.suite.properties.differential import well_formed_json
-
-        reply: Reply = getattr(self._inner, op)(request)
+        reply: Reply = getattr(self._session, op)(request)
         return Reply(well_formed_json(reply.value), reply.text, reply.envelope)
 
     def release(self) -> None:
-        self._inner.release()
-
-    def close(self) -> None:
-        self._inner.close()
+        self._session.release()
 
 
-class _WellFormedRun(Run):
-    def __init__(self, run: Run) -> None:
-        self._run = run
-
+class _WellFormedRun(InProcessRun):
     def connect(self) -> Session:
-        return _WellFormedSession(self._run.connect())
-
-    def close(self) -> None:
-        self._run.close()
+        return _WellFormedSession(self._bridge.connect())
 
 
 # A case's number in the folder, and the line that says how the target disagrees with it
