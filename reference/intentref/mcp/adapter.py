@@ -108,7 +108,7 @@ def tool_result(reply: dict[str, Any], reply_json: str | None = None) -> types.C
         text = dumps_compact(reply) if reply_json is None else reply_json
         text.encode("utf-8")
     except UnicodeEncodeError:
-        # A lone surrogate cannot cross a UTF-8 wire; JSON.stringify + TextEncoder would send U+FFFD.
+        # A lone surrogate cannot cross a UTF-8 wire; JSON.stringify + TextEncoder would send U+FFFD (D-MCP-008).
         reply = well_formed_json(reply)
         text = dumps_compact(reply)
     except (TypeError, ValueError):

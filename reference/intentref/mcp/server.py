@@ -250,8 +250,8 @@ async def serve_intent_mcp_http(
 
     Loopback by default, with the SDK's DNS-rebinding protection on.  ``service.url`` is
     the bound endpoint; ``close()`` stops the server, ends every session and closes the
-    Bridge.  ``app_options`` are ``create_intent_mcp_http_app``'s (body limits, fair share,
-    call rate, ``token_verifier``: D-MCP-021 .. D-MCP-034), the endpoint's URL its ``resource_url``.
+    Bridge.  ``app_options`` are ``create_intent_mcp_http_app``'s, the endpoint's URL its
+    ``resource_url``; with a ``token_verifier`` every request needs a bearer token (D-MCP-030).
     """
     bridge: Bridge = create_intent_bridge(dict(config))
     try:

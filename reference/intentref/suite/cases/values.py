@@ -14,7 +14,7 @@ from typing import Any
 
 from intentref.core import jsonpointer
 from intentref.core.limits import map_strings as map_strings
-from intentref.core.limits import well_formed_json as well_formed_json
+from intentref.core.limits import well_formed_json as well_formed_json  # D-MCP-008; its home before core
 
 
 class FixtureError(ValueError):
