@@ -264,12 +264,14 @@ async def serve_intent_mcp_http(
     max_calls_per_second: int | None = DEFAULT_CALLS_PER_SECOND,
     token_verifier: TokenVerifier | None = None,
     auth_issuer: str | None = None,
+    auth_resource: str | None = None,
 ) -> IntentMcpService:
     """Serve MCP_TOOLS over streamable HTTP at ``http://host:port/mcp`` (port 0: any free one).
 
     Loopback by default, with the SDK's DNS-rebinding protection on.  ``service.url`` is
     the bound endpoint; ``close()`` stops the server, ends every session and closes the
-    Bridge.  With a ``token_verifier`` every request needs a bearer token (D-MCP-030).
+    Bridge.  With a ``token_verifier`` every request needs a bearer token (D-MCP-030), and the
+    metadata names ``auth_resource``, else ``service.url`` (D-MCP-033).
     """
     bridge: Bridge = create_intent_bridge(dict(config))
     try:
@@ -293,7 +295,7 @@ async def serve_intent_mcp_http(
             extra_tools=extra_tools,
             max_calls_per_second=max_calls_per_second,
             token_verifier=token_verifier,
-            resource_url=url,
+            resource_url=auth_resource or url,
             auth_issuer=auth_issuer,
         )
     except BaseException:
