@@ -35,7 +35,11 @@ def test_the_python_host_passes_every_scenario_at_reference_level(tmp_path):
 def test_the_bench_figures_measure_the_judge_beside_the_hosts_own_start_up():
     from intentref.devtools.bench_host import figures
 
-    per_run, catalogue = figures(smoke=True)
+    per_run, catalogue, http, fuzzed = figures(smoke=True)
     assert per_run.name == "host judge per run" and per_run.floor > 0 and per_run.ours > 0
-    assert "FAILED" not in per_run.what  # the good host passed what the bench ran
     assert catalogue.floor == 60.0 and 0 < catalogue.ours < 60.0
+    # D-HST-011: the HTTP run is weighed against the stdio run of the same scenarios
+    assert http.floor == catalogue.ours and http.ours > 0 and http.target == 1.5
+    assert fuzzed.name == "host fuzz 4" and fuzzed.floor == 120.0 and fuzzed.ours > 0
+    for figure in (per_run, http, fuzzed):
+        assert "FAILED" not in figure.what  # the good host passed what the bench ran

@@ -152,10 +152,14 @@ def test_the_one_line_quotes_the_stderr_line_that_names_the_error():
     assert never_ran([verdict, ScenarioVerdict({"id": "HST-001", "server": {"wordings": "reference"}})]) is None
 
 
-def test_without_its_fork_server_the_launcher_starts_the_server_the_slow_way(tmp_path):
+@pytest.mark.parametrize("http", [False, True], ids=["stdio", "http"])
+def test_without_its_fork_server_the_launcher_starts_the_server_the_slow_way(tmp_path, http):
+    # Over HTTP the judge starts its server through the same launcher (D-HST-011).
     from intentref.suite.host.judge import check_command, judge_scenario, load_scenario
 
     missing_socket = str(tmp_path / "no-fork-server.sock")
-    verdict = judge_scenario(check_command(GOOD), load_scenario(scenario_path("HST-001")), fork_socket=missing_socket)
+    command = GOOD.replace("--server {server}", "--url {url}") if http else GOOD
+    verdict = judge_scenario(check_command(command, http), load_scenario(scenario_path("HST-001")),
+                             fork_socket=missing_socket, http=http)  # fmt: skip
     assert verdict.violations == []
     assert [len(run.calls) for run in verdict.runs] == [3]  # prepare, the core and the data accept, all served

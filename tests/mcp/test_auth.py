@@ -51,6 +51,7 @@ RATE = "rate"  # the server whose rate limit the flood meets
 CALLS_PER_SECOND = 5  # there: low enough for a flood to meet on any machine, however loaded
 BOB_FLOWS_PER_SECOND = 1  # bob's steady pace: 3 calls a second, under his own limit however fast the machine
 ONE_PER_SECOND = "one-per-second"  # the server whose limit is hit by the third call at once
+PUBLIC_RESOURCE = "https://intent.example/mcp"  # the one-per-second server's URL as its clients reach it
 JWKS_FILE, JWKS_URL = "jwks-file", "jwks-url"
 ISSUER, AUDIENCE = "https://issuer.example", "https://mcp.example/mcp"
 TOKENS = {"alice": "alice-token-4b1f0c", "bob": "bob-token-9e2d7a"}
@@ -121,7 +122,7 @@ def servers(tmp_path_factory: pytest.TempPathFactory, keys: Keys, jwks_url: str)
     tokens = ["--auth-tokens", str(folder / "tokens.json")]
     flags: dict[Any, list[str]] = {size: [*tokens, "--max-jobs", str(size)] for size in SIZES}
     flags[RATE] = [*tokens, "--max-calls-per-second", str(CALLS_PER_SECOND)]
-    flags[ONE_PER_SECOND] = [*tokens, "--max-calls-per-second", "1"]
+    flags[ONE_PER_SECOND] = [*tokens, "--max-calls-per-second", "1", "--auth-resource", PUBLIC_RESOURCE]
     for name, source in ((JWKS_FILE, str(folder / "jwks.json")), (JWKS_URL, jwks_url)):
         flags[name] = ["--auth-jwks", source, "--auth-issuer", ISSUER, "--auth-audience", AUDIENCE]
     started = {
@@ -178,6 +179,17 @@ def test_no_token_or_a_bad_one_is_401_pointing_at_the_metadata(servers: dict[Any
     assert metadata["resource"] == endpoint
     assert [server.rstrip("/") for server in metadata["authorization_servers"]] == [issuer or origin]
     assert metadata["bearer_methods_supported"] == ["header"]
+
+
+def test_the_metadata_names_the_resource_clients_reach_behind_a_proxy(servers: dict[Any, ServerProcess]) -> None:
+    """spec: D-MCP-033 -- with --auth-resource, the challenge and the document name that URL, not the bound one."""
+    endpoint = url(servers, ONE_PER_SECOND)
+    refused = httpx.post(endpoint, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, timeout=30)
+    assert refused.status_code == 401, refused.text
+    public = "https://intent.example/.well-known/oauth-protected-resource/mcp"
+    assert f'resource_metadata="{public}"' in refused.headers["WWW-Authenticate"]
+    metadata = httpx.get(endpoint.removesuffix("/mcp") + "/.well-known/oauth-protected-resource/mcp", timeout=30).json()
+    assert metadata["resource"] == PUBLIC_RESOURCE
 
 
 def test_a_listed_token_is_served_in_both_eras(servers: dict[Any, ServerProcess]) -> None:

@@ -58,6 +58,7 @@ def test_a_malformed_token_file_is_one_line_before_serving(tmp_path: Path, conte
         (["--http", "127.0.0.1:0", "--auth-jwks", "keys.json"], "--auth-jwks needs --auth-issuer URL and --auth-audience"),
         (["--http", "127.0.0.1:0", "--auth-jwks", "k", "--auth-issuer", "https://i.example"], "--auth-jwks needs"),
         (["--http", "127.0.0.1:0", "--auth-issuer", "https://i.example"], "--auth-issuer applies to --auth-jwks only"),
+        (["--http", "127.0.0.1:0", "--auth-resource", "https://i.example/mcp"], "--auth-resource applies with"),
         (["--http", "127.0.0.1:0", "--auth-audience", "a"], "--auth-audience applies to --auth-jwks only"),
         (["--http", "127.0.0.1:0", "--auth-jwks", "k", "--auth-issuer", "issuer"], "expected an http:// or https:// URL"),
         (["--http", "127.0.0.1:0", "--auth-tokens", "t", "--auth-jwks", "k"], "not allowed with argument"),

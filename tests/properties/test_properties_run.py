@@ -57,7 +57,7 @@ def test_an_interrupted_run_still_writes_its_json(tmp_path: pathlib.Path, signum
 def _figures(tmp: pathlib.Path, name: str, seed: str) -> dict[str, Any]:
     out = tmp / f"{name}.json"
     done = subprocess.run([sys.executable, "-m", "intentref.cli", "properties", "--in-process", "--profile", "smoke",
-                           "-k", "status or replay", "--seed", seed, "--calls", "300", "--json", str(out)],
+                           "-k", "status or replay", "--seed", seed, "--calls", "100", "--json", str(out)],
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     figures: dict[str, Any] = json.loads(out.read_text("utf-8"))
@@ -136,6 +136,9 @@ def test_a_target_that_cannot_start_is_one_line_and_status_2(target: list[str]) 
 CI_PROFILE_BUDGET_SECONDS = 180
 
 
+# Out of the default run (pyproject's -m "not slow"): the ci profile over stdio runs in
+# test_properties_plain_sdk.py and the reference passes over stdio in test_properties_command.py;
+# what this adds is a speed figure, which a loaded machine cannot give.
 @pytest.mark.slow
 def test_the_ci_profile_against_the_stdio_command_fits_the_budget(tmp_path: pathlib.Path) -> None:
     # spec: D-CNF-024 -- measured: about 70 s with connections handed on, 10 minutes without.
@@ -147,23 +150,3 @@ def test_the_ci_profile_against_the_stdio_command_fits_the_budget(tmp_path: path
     figures = json.loads(out.read_text("utf-8"))
     assert figures["profile"] == "ci" and figures["campaignCalls"] == 2_000 and figures["propertyCalls"] > 1_000
     assert figures["seconds"] <= CI_PROFILE_BUDGET_SECONDS, figures["seconds"]
-
-
-@pytest.mark.slow
-def test_the_ci_profile_passes_at_normative_level_on_a_server_built_on_the_plain_sdk(tmp_path: pathlib.Path) -> None:
-    # spec: D-CNF-053, D-CNF-055 -- the Bridge behind the Python SDK's low-level server, whose
-    # stdio transport drops a request holding a lone surrogate unanswered and whose input
-    # schemas refuse malformed calls before the Bridge sees them: it follows the seeds, so no
-    # normative property fails, and both paths were really taken (their counts are not 0).
-    out = tmp_path / "figures.json"
-    server = pathlib.Path(__file__).resolve().parents[1] / "outside" / "plain_sdk_server.py"
-    done = subprocess.run([sys.executable, "-m", "intentref.cli", "properties", "--stdio", f"{sys.executable} {server}",
-                           "--level", "normative", "--seed", "1", "--json", str(out)],
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    figures = json.loads(out.read_text("utf-8"))
-    assert figures["passed"] and figures["normativeFailures"] == 0, figures["failedProperties"]
-    assert figures["campaignCalls"] == 2_000 and figures["propertyCalls"] > 1_000
-    assert figures["protocolRefusals"] > 0 and figures["loneSurrogatesLost"] > 0
-    # What a server may decide otherwise is still reported, at reference level, with its decisions.
-    assert figures["referenceFailures"] > 0 and "D-REQ-003" in figures["decisionsDiffering"]

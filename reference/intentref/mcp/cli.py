@@ -187,6 +187,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--auth-issuer", type=_http_url, metavar="URL", help="with --auth-jwks: the tokens' iss")
     parser.add_argument("--auth-audience", metavar="AUD", help="with --auth-jwks: this server's aud (RFC 8707)")
     parser.add_argument(
+        "--auth-resource",
+        type=_http_url,
+        metavar="URL",
+        help="with --auth-*: this endpoint as clients reach it, for the protected-resource metadata "
+        "(behind a proxy, or bound to 0.0.0.0; default: the URL served)",
+    )
+    parser.add_argument(
         "--max-calls-per-second",
         type=_count,
         metavar="N",
@@ -430,6 +437,8 @@ def _per_client_fault(args: argparse.Namespace) -> ConfigFault | None:
 
 def _auth_usage_error(args: argparse.Namespace) -> str | None:
     """The one-line usage error in the --auth-* flags (D-MCP-032), or None."""
+    if args.auth_resource is not None and args.auth_tokens is None and args.auth_jwks is None:
+        return "--auth-resource applies with --auth-tokens or --auth-jwks only."
     if args.auth_jwks is None:
         given = "--auth-issuer" if args.auth_issuer is not None else "--auth-audience" if args.auth_audience else None
         return None if given is None else f"{given} applies to --auth-jwks only."
@@ -447,9 +456,10 @@ def _authorization(args: argparse.Namespace) -> dict[str, Any]:
 
     from intentref.mcp.auth import AuthFault, JwtTokens, StaticTokens
 
+    resource = {"auth_resource": args.auth_resource}  # spec: D-MCP-033
     if args.auth_tokens is not None:
         try:
-            return {"token_verifier": StaticTokens.parse(_read_config_bytes(args.auth_tokens))}
+            return {"token_verifier": StaticTokens.parse(_read_config_bytes(args.auth_tokens)), **resource}
         except AuthFault as fault:
             raise ConfigFault(args.auth_tokens, fault.pointer, "CONFIG_INVALID", str(fault)) from None
     keys: jwt.PyJWKSet | str = args.auth_jwks
@@ -458,7 +468,7 @@ def _authorization(args: argparse.Namespace) -> dict[str, Any]:
             keys = jwt.PyJWKSet.from_json(_read_config_bytes(args.auth_jwks).decode("utf-8", "replace"))
         except (jwt.PyJWTError, ValueError) as exc:
             raise ConfigFault(args.auth_jwks, "", "CONFIG_INVALID", f"not a usable JWK Set: {exc}") from None
-    return {"token_verifier": JwtTokens(keys, args.auth_issuer, args.auth_audience), "auth_issuer": args.auth_issuer}
+    return {"token_verifier": JwtTokens(keys, args.auth_issuer, args.auth_audience), "auth_issuer": args.auth_issuer, **resource}
 
 
 class _UsageLine(Exception):

@@ -12,6 +12,7 @@ Decisions taken here are ``D-MCP-...`` in ``spec/decisions-mcp.md``.
 from __future__ import annotations
 
 import contextlib
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Final
 
@@ -53,6 +54,9 @@ DEFAULT_MAX_REQUEST_BODY_SIZE: Final = 16 * 1024 * 1024
 LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "::1")
 
 _SESSION_KEY: Final = "intentref.bridge_session"
+# D-LIM-009: the 2026-07-28 era's Bridge sessions kept for principals (D-MCP-031) before those
+# holding no active job are closed, least recently used first.
+MAX_PRINCIPAL_SESSIONS: Final = 10_000
 
 
 def _connection_of(ctx: ServerRequestContext[Any]) -> Connection:
@@ -76,7 +80,8 @@ class _HttpSessions:
     def __init__(self, bridge: Bridge, ledger: JobLedger) -> None:
         self._bridge = bridge
         self._stateless: ToolSession | None = None
-        self._principals: dict[str, ToolSession] = {}  # 2026-07-28 era with authorization (D-MCP-031)
+        # 2026-07-28 era with authorization (D-MCP-031), least recently used first
+        self._principals: OrderedDict[str, ToolSession] = OrderedDict()
         self.ledger = ledger
 
     def owner(self, ctx: ServerRequestContext[Any], session: ToolSession) -> Client:
@@ -102,7 +107,9 @@ class _HttpSessions:
                 # D-MCP-031: each principal's jobs live in its own Bridge session, so another
                 # principal's jobId reaches nothing there, whichever of its clients sends it.
                 if principal not in self._principals:
+                    self._forget_idle_principals()
                     self._principals[principal] = self._bridge.connect()
+                self._principals.move_to_end(principal)
                 return self._principals[principal]
             if self._stateless is None:
                 self._stateless = self._bridge.connect()
@@ -115,6 +122,18 @@ class _HttpSessions:
             connection.exit_stack.callback(close_session, session)  # spec: R-LIF-012
             connection.exit_stack.callback(self.ledger.forget_session, session)
         return session
+
+    def _forget_idle_principals(self) -> None:
+        """D-LIM-009: at the bound, close the sessions of principals holding no active job.  What
+        goes is only their finished jobs' replies; one holding a job stays, and the fair share
+        bounds those (D-MCP-025)."""
+        if len(self._principals) < MAX_PRINCIPAL_SESSIONS:
+            return
+        for principal in list(self._principals):
+            if self.ledger.held_by(principal_client(principal)) == 0:
+                close_session(self._principals.pop(principal))
+            if len(self._principals) < MAX_PRINCIPAL_SESSIONS // 2:
+                return
 
     @contextlib.asynccontextmanager
     async def lifespan(self, _: Server[Any]) -> AsyncIterator[dict[str, Any]]:

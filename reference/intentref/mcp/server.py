@@ -244,14 +244,16 @@ async def serve_intent_mcp_http(
     port: int = 0,
     *,
     header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+    auth_resource: str | None = None,
     **app_options: Any,
 ) -> IntentMcpService:
     """Serve MCP_TOOLS over streamable HTTP at ``http://host:port/mcp`` (port 0: any free one).
 
     Loopback by default, with the SDK's DNS-rebinding protection on.  ``service.url`` is
     the bound endpoint; ``close()`` stops the server, ends every session and closes the
-    Bridge.  ``app_options`` are ``create_intent_mcp_http_app``'s, the endpoint's URL its
-    ``resource_url``; with a ``token_verifier`` every request needs a bearer token (D-MCP-030).
+    Bridge.  ``app_options`` are ``create_intent_mcp_http_app``'s; with a ``token_verifier``
+    every request needs a bearer token (D-MCP-030), and the metadata names ``auth_resource``,
+    else ``service.url``, as the app's ``resource_url`` (D-MCP-033).
     """
     bridge: Bridge = create_intent_bridge(dict(config))
     try:
@@ -262,7 +264,7 @@ async def serve_intent_mcp_http(
         raise
     url = f"http://{url_host(host)}:{sock.getsockname()[1]}{MCP_PATH}"
     try:
-        app = create_intent_mcp_http_app(bridge, host=host, resource_url=url, **app_options)
+        app = create_intent_mcp_http_app(bridge, host=host, resource_url=auth_resource or url, **app_options)
     except BaseException:
         sock.close()
         bridge.close()

@@ -9,7 +9,6 @@ and the end of its stderr).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import pathlib
 import sys
 import time
@@ -103,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         return _usage(str(problem))
     started = time.monotonic()
     # Over HTTP the judge starts each server itself; the fork server serves {server} only.
-    with contextlib.nullcontext(None) if args.http else judge.fork_server() as fork_socket:
+    with judge.fork_server() as fork_socket:
         verdicts = judge.judge_scenarios(argv, scenarios, jobs=args.jobs, timeout=args.timeout, fork_socket=fork_socket,
                                          http=args.http)  # fmt: skip
     if (line := judge.never_ran(verdicts)) is not None:

@@ -30,6 +30,12 @@ _PRELOADED: Final = (
     "anyio.streams.stapled",
     "anyio.abc",
     "jsonschema",
+    # what --http serves with (D-HST-011)
+    "uvicorn.protocols.http.auto",
+    "uvicorn.protocols.websockets.auto",
+    "uvicorn.lifespan.on",
+    "intentref.mcp.http_guard",
+    "mcp.server.streamable_http_manager",
 )
 
 

@@ -12,7 +12,6 @@ keeping a step only while the host still breaks a rule it broke before.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import pathlib
 import random
@@ -274,7 +273,7 @@ def shrink(argv: Sequence[str], plan: dict[str, Any], rules: set[str], ident: st
 
 def run_fuzz(argv: Sequence[str], *, seed: int, count: int, out: pathlib.Path, level: str, timeout: float,
              jobs: int = 2, http: bool = False) -> int:  # fmt: skip
-    with contextlib.nullcontext(None) if http else fork_server() as fork_socket:
+    with fork_server() as fork_socket:
         return _run_fuzz(argv, seed=seed, count=count, out=out, level=level, timeout=timeout, jobs=jobs,
                          fork_socket=fork_socket, http=http)  # fmt: skip
 

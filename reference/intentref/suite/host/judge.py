@@ -187,7 +187,7 @@ def placeholder_values(folder: pathlib.Path, scenario: dict[str, Any], wording: 
 
 
 def _start_http_server(server_command: str) -> tuple[subprocess.Popen[str], str]:
-    """The judge's server over HTTP (D-HST-010), and the URL it printed."""
+    """The judge's server over HTTP (D-HST-010), forked warm like ``{server}`` (D-HST-011), and its URL."""
     process = subprocess.Popen([*shlex.split(server_command), "--http"], stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                start_new_session=True)  # fmt: skip
@@ -235,7 +235,7 @@ def run_scenario(argv: Sequence[str], scenario: dict[str, Any], wording: str, ti
                  fork_socket: str | None = None, http: bool = False) -> Run:  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="intentref-host-") as name:
         folder = pathlib.Path(name)
-        values = placeholder_values(folder, scenario, wording, None if http else fork_socket)
+        values = placeholder_values(folder, scenario, wording, fork_socket)
         http_server = None
         if http:
             http_server, values["url"] = _start_http_server(values["server"])

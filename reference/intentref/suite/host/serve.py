@@ -238,6 +238,12 @@ async def serve_http(log: str, behaviour: Mapping[str, Any]) -> None:
 
     from intentref.mcp.http_guard import ListeningSocket
 
+    # Its connections send at once (D-MCP-029): a host that keeps connections alive is not
+    # held up by Nagle's algorithm here any more than by the reference's own server.
+    sock = ListeningSocket.adopt(socket.create_server(("127.0.0.1", 0)))
+    # The socket already listens: a host may connect as soon as it reads the line, while the
+    # server is still being built (its start overlaps the host's, D-HST-011).
+    print(f"url http://127.0.0.1:{sock.getsockname()[1]}/mcp", flush=True)
     recorder = Recorder(log, "http")
     bridge = create_intent_bridge({"instances": suite_instances()})
     connections = HttpConnections(bridge, recorder)
@@ -246,13 +252,8 @@ async def serve_http(log: str, behaviour: Mapping[str, Any]) -> None:
                                          allowed_origins=["http://127.0.0.1:*"])  # fmt: skip
     app = server.streamable_http_app(streamable_http_path="/mcp", transport_security=security, host="127.0.0.1",
                                      max_request_body_size=DEFAULT_MAX_REQUEST_BODY_SIZE)  # fmt: skip
-    # Its connections send at once (D-MCP-029): a host that keeps connections alive is not
-    # held up by Nagle's algorithm here any more than by the reference's own server.
-    sock = ListeningSocket.adopt(socket.create_server(("127.0.0.1", 0)))
     uv = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False, lifespan="on",
                                        timeout_graceful_shutdown=3))  # fmt: skip
-    # The socket already listens: a host may connect as soon as it reads the line.
-    print(f"url http://127.0.0.1:{sock.getsockname()[1]}/mcp", flush=True)
     try:
         await uv.serve(sockets=[sock])
     finally:
