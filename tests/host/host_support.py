@@ -39,6 +39,15 @@ def run_judge(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[s
     )  # fmt: skip
 
 
+@pytest.fixture(scope="module", name="fork_socket")
+def warm_fork_server() -> Iterator[str | None]:
+    """One warm fork server for the judge runs of a test module (``judge_here``)."""
+    from intentref.suite.host.judge import fork_server
+
+    with fork_server() as socket:
+        yield socket
+
+
 def judge_here(fork_socket: str | None, *args: str) -> subprocess.CompletedProcess[str]:
     """``intentref host ARGS`` run by this process's ``cli.main``, its servers forked by the given
     fork server: each run of the judge would otherwise start (and import) a judge and a fork server
