@@ -21,7 +21,14 @@ import jsonschema
 from intentref.suite.cases.fixtures import load_cases, select
 from intentref.suite.commands import matrix
 from intentref.suite.reports.conformance import report_schema
-from tests.host.host_support import NODE, PYTHON_HOST, python_command, run_judge, scenario_path
+from tests.host.host_support import (
+    NODE,
+    PYTHON_HOST,
+    judge_here,
+    python_command,
+    scenario_path,
+    warm_fork_server,  # noqa: F401  (the fixture fork_socket)
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 UPSTREAM = Path(sys.executable).parent / "intent-runtime-mcp"
@@ -103,16 +110,16 @@ def test_properties_reports_each_era_and_an_era_not_spoken_as_unsupported(tmp_pa
     assert figures["eras"]["legacy"]["campaignCalls"] == 20 and figures["eras"]["legacy"]["divergences"] == 0
 
 
-def _host(tmp_path: Path, command: str) -> tuple[int, dict[str, Any], str]:
+def _host(tmp_path: Path, fork_socket: str | None, command: str) -> tuple[int, dict[str, Any], str]:
     report = tmp_path / "host.json"
-    done = run_judge("--command", command, "--era", "both", "--scenario", str(scenario_path("HST-001")),
+    done = judge_here(fork_socket, "--command", command, "--era", "both", "--scenario", str(scenario_path("HST-001")),
                      "--json", str(report))  # fmt: skip
     assert report.exists(), done.stderr
     return done.returncode, json.loads(report.read_text("utf-8")), done.stdout + done.stderr
 
 
-def test_host_judges_each_scenario_in_each_era(tmp_path: Path) -> None:
-    status, report, said = _host(tmp_path, python_command(PYTHON_HOST))
+def test_host_judges_each_scenario_in_each_era(tmp_path: Path, fork_socket: str | None) -> None:
+    status, report, said = _host(tmp_path, fork_socket, python_command(PYTHON_HOST))
     assert status == 0, said
     assert [(s["id"], s["era"], s["status"]) for s in report["scenarios"]] == [
         ("HST-001", "2026", "passed"), ("HST-001", "legacy", "passed")]  # fmt: skip
@@ -121,9 +128,9 @@ def test_host_judges_each_scenario_in_each_era(tmp_path: Path) -> None:
     assert "pass HST-001 [2026]" in said and "pass HST-001 [legacy]" in said
 
 
-def test_a_host_of_the_handshake_era_has_its_2026_scenarios_unsupported(tmp_path: Path) -> None:
+def test_a_host_of_the_handshake_era_has_its_2026_scenarios_unsupported(tmp_path: Path, fork_socket: str | None) -> None:
     assert NODE.exists(), "run bash .ci/setup: it installs the pinned Node 22 under tests/node"
-    status, report, said = _host(tmp_path, TS_HOST)
+    status, report, said = _host(tmp_path, fork_socket, TS_HOST)
     assert status == 0, said
     assert [(s["era"], s["status"]) for s in report["scenarios"]] == [("2026", "unsupported"), ("legacy", "passed")]
     assert "no tool call in this era" in report["scenarios"][0]["detail"] and report["era"] == "legacy"

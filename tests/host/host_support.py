@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import pathlib
 import shlex
 import subprocess
 import sys
+from collections.abc import Iterator
 from typing import Any
+
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HOSTS = ROOT / "tests" / "hosts"
@@ -32,6 +37,33 @@ def run_judge(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[s
         [sys.executable, "-m", "intentref.cli", "host", *args],
         capture_output=True, text=True, timeout=timeout, cwd=ROOT, check=False,
     )  # fmt: skip
+
+
+@pytest.fixture(scope="module", name="fork_socket")
+def warm_fork_server() -> Iterator[str | None]:
+    """One warm fork server for the judge runs of a test module (``judge_here``)."""
+    from intentref.suite.host.judge import fork_server
+
+    with fork_server() as socket:
+        yield socket
+
+
+def judge_here(fork_socket: str | None, *args: str) -> subprocess.CompletedProcess[str]:
+    """``intentref host ARGS`` run by this process's ``cli.main``, its servers forked by the given
+    fork server: each run of the judge would otherwise start (and import) a judge and a fork server
+    of its own, most of the CPU of a one-scenario run.  The hosts and servers stay real processes."""
+    from intentref import cli
+    from intentref.suite.host import judge
+
+    @contextlib.contextmanager
+    def shared() -> Iterator[str | None]:
+        yield fork_socket
+
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        patch.setattr(judge, "fork_server", shared)
+        status = cli.main(["host", *args])
+    return subprocess.CompletedProcess(["intentref", "host", *args], status, out.getvalue(), err.getvalue())
 
 
 def normative_rules(report: dict[str, Any]) -> set[str]:

@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from tests.host.host_support import BROKEN, python_command, run_judge, scenario_path
+from tests.host.host_support import BROKEN, judge_here, python_command, scenario_path
 
 # host file -> (the rule it breaks, the scenarios that show it, a word the line must hold)
 BROKEN_HOSTS = {
@@ -35,13 +35,13 @@ BROKEN_HOSTS = {
 
 
 @pytest.mark.parametrize("host", sorted(BROKEN_HOSTS))
-def test_a_broken_host_fails_on_its_rule_only(host, tmp_path):
+def test_a_broken_host_fails_on_its_rule_only(host, tmp_path, fork_socket):
     rule, scenarios, word = BROKEN_HOSTS[host]
     report_file = tmp_path / "report.json"
     args = ["--command", python_command(BROKEN / f"{host}.py"), "--json", str(report_file)]
     for ident in scenarios:
         args += ["--scenario", str(scenario_path(ident))]
-    done = run_judge(*args)
+    done = judge_here(fork_socket, *args)
     assert done.returncode == 1, done.stdout + done.stderr
     report = json.loads(report_file.read_text("utf-8"))
     # Every scenario chosen for it shows the break, and nothing else the seed forbids.

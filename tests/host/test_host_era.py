@@ -20,7 +20,7 @@ import pytest
 
 from intentref.suite.host.inprocess import judge_in_process, scenario_by_id
 from intentref.suite.host.judge import with_era
-from tests.host.host_support import NODE, NODE_DIR, PYTHON_HOST, run_judge, scenario_path
+from tests.host.host_support import NODE, NODE_DIR, PYTHON_HOST, judge_here, run_judge, scenario_path
 from tests.host.test_in_process import in_process_host
 
 PYTHON = shlex.quote(sys.executable)
@@ -29,37 +29,37 @@ URL_HOST = f"{PYTHON} {shlex.quote(str(PYTHON_HOST))} --url {{url}} --model {{mo
 TS_HOST = f"{shlex.quote(str(NODE))} {shlex.quote(str(NODE_DIR / 'ts_host.mjs'))} --server {{server}} --model {{model}} --request {{request}}"
 
 
-def _judged(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any], str]:
+def _judged(tmp_path: Path, fork_socket: str | None, *args: str) -> tuple[int, dict[str, Any], str]:
     report_file = tmp_path / "report.json"
-    done = run_judge(*args, "--scenario", str(scenario_path("HST-001")), "--json", str(report_file))
+    done = judge_here(fork_socket, *args, "--scenario", str(scenario_path("HST-001")), "--json", str(report_file))
     assert report_file.exists(), done.stderr
     return done.returncode, json.loads(report_file.read_text("utf-8")), done.stdout + done.stderr
 
 
 @pytest.mark.parametrize("era", ["2026", "legacy"])
 @pytest.mark.parametrize("transport", ["stdio", "http"])
-def test_a_negotiating_host_speaks_the_era_the_judge_pins(era: str, transport: str, tmp_path: Path) -> None:
+def test_a_negotiating_host_speaks_the_era_the_judge_pins(era: str, transport: str, tmp_path: Path, fork_socket: str | None) -> None:
     http = ["--http", "--command", URL_HOST] if transport == "http" else ["--command", STDIO_HOST]
-    status, report, said = _judged(tmp_path, *http, "--era", era)
+    status, report, said = _judged(tmp_path, fork_socket, *http, "--era", era)
     assert status == 0, said
     assert report["eraAsked"] == era and report["era"] == era
 
 
-def test_without_era_the_report_says_which_era_the_host_chose(tmp_path: Path) -> None:
-    status, report, said = _judged(tmp_path, "--command", STDIO_HOST)
+def test_without_era_the_report_says_which_era_the_host_chose(tmp_path: Path, fork_socket: str | None) -> None:
+    status, report, said = _judged(tmp_path, fork_socket, "--command", STDIO_HOST)
     assert status == 0, said
     # The Python SDK's Client prefers 2026-07-28 when the server speaks both.
     assert report["eraAsked"] == "auto" and report["era"] == "2026"
 
 
-def test_a_handshake_only_host_fails_against_a_server_pinned_to_2026_and_passes_in_legacy(tmp_path: Path) -> None:
+def test_a_handshake_only_host_fails_against_a_server_pinned_to_2026_and_passes_in_legacy(tmp_path: Path, fork_socket: str | None) -> None:
     if not NODE.exists():
         pytest.skip("node and the TypeScript SDK are not installed")
-    status, report, said = _judged(tmp_path, "--command", TS_HOST, "--era", "legacy")
+    status, report, said = _judged(tmp_path, fork_socket, "--command", TS_HOST, "--era", "legacy")
     assert status == 0 and report["era"] == "legacy", said
     # It made no tool call: the server refused its handshake, and it ended with no reply (a
     # reference-level fault: the seeds let a host give up).
-    status, report, said = _judged(tmp_path, "--command", TS_HOST, "--era", "2026", "--level", "reference")
+    status, report, said = _judged(tmp_path, fork_socket, "--command", TS_HOST, "--era", "2026", "--level", "reference")
     assert status == 1 and report["summary"]["failed"] == 1 and report["era"] == "-", said
 
 

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from tests.host.host_support import HOSTS, NODE, NODE_DIR, run_judge, scenario_path
+from tests.host.host_support import HOSTS, NODE, NODE_DIR, judge_here, scenario_path
 
 # The scenarios where a host that only follows the seed parts from the reference host, and one where it does not.
 CHOSEN = ["HST-001", "HST-007", "HST-011", "HST-012", "HST-013"]
@@ -33,21 +33,21 @@ SMALL_HOSTS = {
 
 
 @pytest.mark.parametrize("language", sorted(SMALL_HOSTS))
-def test_a_short_host_passes_at_normative_level_and_differs_from_the_reference_where_the_seed_allows(language, tmp_path):
+def test_a_short_host_passes_at_normative_level_and_differs_from_the_reference_where_the_seed_allows(language, tmp_path, fork_socket):
     if language == "javascript" and not NODE.exists():
         pytest.skip("node and the TypeScript SDK are not installed")
     report_file = tmp_path / "report.json"
     args = ["--command", SMALL_HOSTS[language], "--json", str(report_file)]
     for ident in CHOSEN:
         args += ["--scenario", str(scenario_path(ident))]
-    done = run_judge(*args)
+    done = judge_here(fork_socket, *args)
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(report_file.read_text("utf-8"))
     notes = {s["id"]: {v["rule"] for v in s["violations"]} for s in report["scenarios"]}
     assert notes == EXPECTED_REFERENCE_NOTES
     assert all(v["level"] == "reference" for s in report["scenarios"] for v in s["violations"])
     # At reference level the same run fails.
-    strict = run_judge(*args[:2], "--level", "reference", "--scenario", str(scenario_path("HST-011")))
+    strict = judge_here(fork_socket, *args[:2], "--level", "reference", "--scenario", str(scenario_path("HST-011")))
     assert strict.returncode == 1 and "D-HST-003 (reference) HST-011" in strict.stdout
 
 

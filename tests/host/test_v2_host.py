@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.host.host_support import CATALOGUE, NODE, NODE_DIR, run_judge
+from tests.host.host_support import CATALOGUE, NODE, NODE_DIR, judge_here
 from tests.proven_sdks import check_row
 
 pytestmark = pytest.mark.skipif(not NODE.exists(), reason="node and the TypeScript SDK are not installed")
@@ -24,10 +24,11 @@ REACH = {"stdio": ["--command", f"{HOST} --server {{server}}"], "HTTP": ["--http
 
 @pytest.mark.parametrize("era", ["2026", "legacy"])
 @pytest.mark.parametrize("transport", ["stdio", "HTTP"])
-def test_the_v2_host_passes_every_scenario_in_the_era_the_judge_pins(transport: str, era: str, tmp_path: Path) -> None:
+def test_the_v2_host_passes_every_scenario_in_the_era_the_judge_pins(transport: str, era: str, tmp_path: Path,
+                                                                      fork_socket: str | None) -> None:  # fmt: skip
     report_file = tmp_path / "report.json"
     *how, command = REACH[transport]
-    done = run_judge(*how, command + " --model {model} --request {request}", "--era", era, "--level", "reference",
+    done = judge_here(fork_socket, *how, command + " --model {model} --request {request}", "--era", era, "--level", "reference",
                      "--json", str(report_file))  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(report_file.read_text("utf-8"))
