@@ -18,7 +18,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -28,7 +28,7 @@ import httpx
 from mcp import Client
 
 from intentref import Intent
-from intentref.mcp.http_guard import RETRY_AFTER_SECONDS, BodyBudget, ListeningSocket
+from intentref.mcp.http_guard import RESOURCE_LOG_INTERVAL, RETRY_AFTER_SECONDS, BodyBudget, ListeningSocket
 from intentref.mcp.server import IntentMcpService, serve_intent_mcp_http
 from mcp_support import CONFIG, ServerProcess, order_flow, script, script_env
 
@@ -95,6 +95,13 @@ def raw_head(address: tuple[str, int], *, length: int, host: str = "127.0.0.1") 
     return sock
 
 
+def wait_until(done: Callable[[], bool]) -> None:
+    """Waits for the server's work however busy the machine is; 60 s is a stuck server, not a slow one."""
+    deadline = time.monotonic() + 60
+    while not done() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 def read_status(sock: socket.socket, timeout: float = 5.0) -> tuple[int, str]:
     """The status code and head of the response, or raise if none comes in time."""
     sock.settimeout(timeout)
@@ -158,9 +165,9 @@ def test_large_bodies_in_flight_share_a_budget_and_the_rest_get_503() -> None:
     with thread_server(body_budget=budget) as server:
         holder = raw_head(server.address, length=16 * MIB)
         holder.sendall(b"{" * 1024)  # started, then stalled: its 16 MiB stay reserved
-        time.sleep(0.2)
+        wait_until(lambda: budget.used["large"] == 16 * MIB)
         second = raw_head(server.address, length=8 * MIB)
-        status, head = read_status(second, timeout=3)
+        status, head = read_status(second, timeout=30)  # held its 1 s Retry-After: 30x margin
         assert status == 503
         assert re.search(rf"(?im)^retry-after: {RETRY_AFTER_SECONDS}\r?$", head)
         assert budget.refused == 1
@@ -168,14 +175,12 @@ def test_large_bodies_in_flight_share_a_budget_and_the_rest_get_503() -> None:
         full_flow(server.url)  # small bodies have their own pool
         full_flow(server.url, mode="auto")
         holder.close()
-        deadline = time.monotonic() + 5
-        while budget.used["large"] and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: not budget.used["large"])
         assert budget.used == {"small": 0, "large": 0}
         # With the holder gone a large body is admitted again (and judged: not JSON -> 400).
         third = raw_head(server.address, length=8 * MIB)
         third.sendall(b"x" * (8 * MIB))
-        assert read_status(third, timeout=10)[0] == 400
+        assert read_status(third, timeout=60)[0] == 400
         third.close()
 
 
@@ -275,12 +280,14 @@ def test_running_out_of_descriptors_is_one_log_line_not_a_flood(config_file: Pat
         assert proc.stderr is not None
         url = re.search(r"(http://\S+)", proc.stderr.readline().decode()).group(1)  # type: ignore[union-attr]
         parts = urlsplit(url)
+        started = time.monotonic()
         for _ in range(120):
             held.append(socket.create_connection((parts.hostname or "", parts.port or 0), timeout=5))
         time.sleep(3.5)  # asyncio retries accept() every second
         for sock in held:
             sock.close()
         held.clear()
+        out_of_descriptors = time.monotonic() - started
         time.sleep(0.5)
         full_flow(url)
     finally:
@@ -292,7 +299,8 @@ def test_running_out_of_descriptors_is_one_log_line_not_a_flood(config_file: Pat
     assert proc.returncode == 0, stderr[-3000:]
     assert "Traceback" not in stderr, stderr[-3000:]
     reports = [line for line in stderr.splitlines() if "out of system resources" in line]
-    assert len(reports) == 1, stderr[-3000:]
+    # One per RESOURCE_LOG_INTERVAL: a busy machine that stretches the 3.5 s may see a second.
+    assert 1 <= len(reports) <= 1 + out_of_descriptors // RESOURCE_LOG_INTERVAL, stderr[-3000:]
     assert "EMFILE" in reports[0]
     assert len(stderr.splitlines()) <= 3, stderr[-3000:]
 

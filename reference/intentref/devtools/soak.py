@@ -58,9 +58,13 @@ MAX_ABUSER_ITERATIONS: Final = 100_000
 BIG_BODY: Final = 16 * 1024 * 1024 - 1024
 # Rounds of (abused, alone) phases in a full run, alternating their order.
 ROUNDS: Final = 2
-# How long the abuser process may take to import the SDK and let its hoarders fill their quota
-# (512 prepares one by one): on a machine loaded many times over its CPUs, a minute and more.
-ABUSER_START_SECONDS: Final = 90.0
+# D-MCP-036: how long the abuser process may take to import the SDK, let its hoarders fill their
+# quota (512 prepares one by one: over a minute at load 25 on 2 CPUs) and meet the server once
+# each; past it, it is stuck, not slow.
+ABUSER_START_SECONDS: Final = 600.0
+# D-MCP-036: a phase lasts its seconds and until each legitimate client finished a flow; past
+# this cap (about 100 times a flow's worst latency at load 25 on 2 CPUs) a client is stuck.
+FIRST_FLOW_CAP_SECONDS: Final = 120.0
 # The abusers' principals in the authorized profile (the legitimate clients' are soak-legit-N).
 PRINCIPALS: Final = ("hoarder-1", "hoarder-2", "hoarder-3", "owner", "thief", "stranger")
 
@@ -190,13 +194,17 @@ def _write_tokens(folder: Path, clients: int, secret: bytes) -> None:
     (folder / "soak-tokens.json").write_text(json.dumps({"tokens": digests}), encoding="utf-8")
 
 
-async def _legit_worker(url: str, mode: str, worker: int, deadline: float, phase: Phase, secret: bytes | None) -> None:
+async def _legit_worker(
+    url: str, mode: str, worker: int, deadline: float, cap: float, phase: Phase, secret: bytes | None
+) -> None:
     def reply_of(result: Any) -> dict[str, Any]:
         reply = result.structured_content
         return reply if isinstance(reply, dict) else {"kind": "none"}
 
     async with _client(url, mode, f"soak-legit-{worker}", secret) as client:
-        for flow in _until(deadline):
+        for flow in _until(cap):
+            if flow and time.monotonic() >= deadline:
+                break  # its seconds are over and this client finished a flow (D-MCP-036)
             number = f"{worker:02d}{flow:04d}"
             text_input, core, data = _candidates(number)
             started = time.perf_counter()
@@ -225,9 +233,11 @@ async def _legit_worker(url: str, mode: str, worker: int, deadline: float, phase
 
 
 async def _legit_load(url: str, clients: int, seconds: float, phase: Phase, secret: bytes | None) -> None:
-    deadline = time.monotonic() + seconds
+    started = time.monotonic()
+    deadline, cap = started + seconds, started + FIRST_FLOW_CAP_SECONDS
     modes = ["legacy" if i % 2 == 0 else "auto" for i in range(clients)]
-    await asyncio.gather(*(_legit_worker(url, mode, i, deadline, phase, secret) for i, mode in enumerate(modes)))
+    await asyncio.gather(*(_legit_worker(url, mode, i, deadline, cap, phase, secret) for i, mode in enumerate(modes)))
+    phase.seconds = time.monotonic() - started  # rates per second of the phase as it ran
 
 
 # --------------------------------------------------------------------------- abusers (another process)
@@ -302,7 +312,7 @@ async def _slow_sender(address: tuple[str, int], body: bool, deadline: float, st
                 await writer.wait_closed()
 
 
-async def _big_bodies(address: tuple[str, int], deadline: float, stats: dict[str, Any]) -> None:
+async def _big_bodies(address: tuple[str, int], deadline: float, stats: dict[str, Any], met: asyncio.Event) -> None:
     """16 MiB bodies back to back, never honouring Retry-After; each is sent until the server answers."""
     prefix = b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"pad":"'
     body = memoryview(prefix + b"x" * (BIG_BODY - len(prefix) - 3) + b'"}}')
@@ -322,9 +332,10 @@ async def _big_bodies(address: tuple[str, int], deadline: float, stats: dict[str
         except (OSError, TimeoutError):
             stats["big_body_failed"] += 1
             await asyncio.sleep(0.1)
+        met.set()
 
 
-async def _garbage(address: tuple[str, int], deadline: float, stats: dict[str, Any]) -> None:
+async def _garbage(address: tuple[str, int], deadline: float, stats: dict[str, Any], met: asyncio.Event) -> None:
     rng = random.Random(7)
     junk = [rng.randbytes(256) for _ in range(64)]  # made once: the abuser's CPU is not the server's
     for i in _until(deadline):
@@ -342,11 +353,12 @@ async def _garbage(address: tuple[str, int], deadline: float, stats: dict[str, A
             writer.close()
         except (TimeoutError, OSError):
             stats["garbage_dropped"] += 1
+        met.set()
         await asyncio.sleep(0.01)
 
 
 async def _cross_client(
-    url: str, deadline: float, stats: dict[str, Any], hoarded: asyncio.Event, secret: bytes | None
+    url: str, deadline: float, stats: dict[str, Any], hoarded: asyncio.Event, secret: bytes | None, met: asyncio.Event
 ) -> None:
     await hoarded.wait()  # after the hoarders, so what they could take does not depend on a probe's timing
     # Without authorization a 2026-07-28 jobId is a bearer capability (D-MCP-020), so the thief
@@ -369,6 +381,7 @@ async def _cross_client(
             for reply in (stolen, made_up):
                 code = reply.get("error", {}).get("code") if reply.get("kind") == "error" else None
                 stats["cross_client_refused" if code == "BRIDGE_JOB_NOT_FOUND" else "cross_client_succeeded"] += 1
+            met.set()
             await owner.call_tool(CANCEL_TOOL, {"jobId": task["jobId"]})
             await asyncio.sleep(0.5)  # a probe, not a second legitimate load
 
@@ -384,19 +397,28 @@ async def _abuse(
     hoarders = [("legacy", "soak-hoarder-1"), ("legacy", "soak-hoarder-2"), ("auto", "soak-hoarder-3")]
     turns = [asyncio.Event() for _ in range(len(hoarders) + 1)]
     turns[0].set()
+    met = [asyncio.Event() for _ in range(3)]  # the body sender's, garbage's and prober's first answer
 
     async def announce() -> None:
-        # The measured load starts once every hoarder holds all it can.
-        await turns[-1].wait()
+        # The measured load starts once every hoarder holds all it can and every other abuser met
+        # the server once, however long that takes on a busy machine (D-MCP-036).
+        for event in (turns[-1], *met):
+            await event.wait()
         ready.set()
+
+    async def after_hoarders(noise: Any) -> None:
+        # Not while the hoarders fill up, however long that takes: the server logs refused
+        # requests once per 10 s (D-MCP-023), so the log would grow with the machine's load.
+        await turns[-1].wait()
+        await noise
 
     jobs = [
         announce(),
         *(_hoarder(url, mode, name, deadline, stats, turns[i], turns[i + 1], secret) for i, (mode, name) in enumerate(hoarders)),
-        *(_slow_sender(address, i % 2 == 1, deadline, stats) for i in range(slow)),
-        *(_big_bodies(address, deadline, stats) for _ in range(1 if smoke else 4)),
-        _garbage(address, deadline, stats),
-        _cross_client(url, deadline, stats, turns[-1], secret),
+        *(after_hoarders(_slow_sender(address, i % 2 == 1, deadline, stats)) for i in range(slow)),
+        *(after_hoarders(_big_bodies(address, deadline, stats, met[0])) for _ in range(1 if smoke else 4)),
+        after_hoarders(_garbage(address, deadline, stats, met[1])),
+        _cross_client(url, deadline, stats, turns[-1], secret, met[2]),
     ]
     tasks = [asyncio.ensure_future(job) for job in jobs]
     stopped = asyncio.ensure_future(asyncio.to_thread(stop.wait, seconds))
@@ -445,23 +467,25 @@ def run_phase(
             ready = context.Event()
             stop = context.Event()
             # The abusers run until the measured load ends (stop); their own deadline is a backstop.
+            backstop = ABUSER_START_SECONDS + FIRST_FLOW_CAP_SECONDS + seconds
             abuse = context.Process(
-                target=_abuse_process,
-                args=(server.url, seconds + 2 * ABUSER_START_SECONDS, smoke, queue, ready, stop, secret),
-                daemon=True,
+                target=_abuse_process, args=(server.url, backstop, smoke, queue, ready, stop, secret), daemon=True
             )
             abuse.start()
-            if not ready.wait(ABUSER_START_SECONDS):
-                raise RuntimeError("the abusers did not start in time")
+            waited = time.monotonic()
+            while not ready.wait(1.0):
+                if not abuse.is_alive() or time.monotonic() - waited > ABUSER_START_SECONDS:
+                    raise RuntimeError(f"the abusers were not ready in {time.monotonic() - waited:.0f} s (cap "
+                                       f"{ABUSER_START_SECONDS:g} s), their process {'stuck' if abuse.is_alive() else 'ended'}")  # fmt: skip
             time.sleep(0.5)  # the slow senders and body senders are under way too
         cpu_before = server.cpu_seconds()
         asyncio.run(_legit_load(server.url, clients, seconds, phase, secret))
-        phase.server_cpu_share = (server.cpu_seconds() - cpu_before) / seconds
+        phase.server_cpu_share = (server.cpu_seconds() - cpu_before) / phase.seconds
         phase.peak_rss_mib = server.peak_rss_mib()
         if abuse is not None:
             stop.set()
             with contextlib.suppress(Exception):
-                phase.abusers = queue.get(timeout=30)
+                phase.abusers = queue.get(timeout=300)  # a wait for work to end, not a bound on it
             abuse.join(timeout=10)
     finally:
         if abuse is not None and abuse.is_alive():

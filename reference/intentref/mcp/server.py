@@ -20,6 +20,7 @@ import socket
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
+import anyio
 import uvicorn
 from mcp.server.context import ServerRequestContext
 
@@ -212,6 +213,17 @@ async def serve_intent_mcp(
 # --------------------------------------------------------------------------- streamable HTTP, served by uvicorn
 
 
+def _one_line_if_a_stream_closed(record: logging.LogRecord) -> bool:
+    """D-MCP-037: a request that meets its session's closed stream is logged without its traceback."""
+    failure = record.exc_info[1] if record.exc_info else None
+    if failure is not None:
+        group = failure if isinstance(failure, BaseExceptionGroup) else BaseExceptionGroup("", [failure])
+        if group.split((anyio.ClosedResourceError, anyio.BrokenResourceError))[1] is None:
+            record.msg, record.args = f"{record.getMessage()} (its session's stream was closed)", None
+            record.exc_info = record.exc_text = None
+    return True
+
+
 class _UvicornServer(uvicorn.Server):
     async def shutdown(self, sockets: Any = None) -> None:
         # D-MCP-023: end every MCP session by closing its transport, and let the sessions
@@ -287,6 +299,7 @@ async def serve_intent_mcp_http(
 
     async def run(started: asyncio.Event) -> None:
         for name in PER_REQUEST_LOGGERS:
+            logging.getLogger(name).addFilter(_one_line_if_a_stream_closed)
             logging.getLogger(name).addFilter(log_filter)
         loop = asyncio.get_running_loop()
         previous_handler = loop.get_exception_handler()
@@ -302,6 +315,7 @@ async def serve_intent_mcp_http(
             sock.close()
             loop.set_exception_handler(previous_handler)
             for name in PER_REQUEST_LOGGERS:
+                logging.getLogger(name).removeFilter(_one_line_if_a_stream_closed)
                 logging.getLogger(name).removeFilter(log_filter)
 
     def stop() -> None:
