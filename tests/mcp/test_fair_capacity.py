@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -164,18 +165,32 @@ def test_cancelling_frees_the_share(servers: dict[Any, str], mode: str, version:
     anyio.run(main)
 
 
+IDLE_ATTEMPTS = 5  # a busy machine may miss the kept job's margins; each miss is rerun, never failed
+
+
 @pytest.mark.parametrize(("mode", "version"), ERAS)
 def test_jobs_without_progress_are_reclaimed(servers: dict[Any, str], mode: str, version: str) -> None:
-    """An abandoned job is cancelled after --job-idle-seconds; its client reads how it ended."""
+    """An abandoned job is cancelled after --job-idle-seconds; its client reads how it ended.
 
-    async def main() -> None:
-        async with client_from(servers[IDLE], mode, f"idle-{version}") as client:
+    The kept job must reach the server inside its idle limit twice; when the machine was too
+    slow for that (measured, not guessed), the attempt says so and runs again after the idle
+    limit has cleared its jobs: time never decides the verdict.
+    """
+
+    async def attempt(number: int) -> str | None:
+        """None when the attempt judged the server; else why the machine missed the margins."""
+        async with client_from(servers[IDLE], mode, f"idle-{version}-{number}") as client:
+            started = time.monotonic()
             held, refused = await hoard(client, IDLE_MAX_JOBS)
             assert len(held) == IDLE_PER_CLIENT and f"per-client limit ({IDLE_PER_CLIENT} of" in refused
             # Delays can only lengthen the others' idle time; the kept job's stays 1.5 s and 2 s
-            # short of the limit, at its progress and at the check.
+            # short of the limit, at its progress and at the check, unless the calls themselves lag.
             await anyio.sleep(IDLE_SECONDS - 1.5)
+            progress_sent = time.monotonic()
             kept = await accept(client, held[0], ORDER_CORE)  # progress: this job stays
+            # At most this long idle when its progress arrived: only past the limit may it be gone.
+            if kept["kind"] != "task" and (most := time.monotonic() - started) >= IDLE_SECONDS:
+                return f"the kept job's progress arrived up to {most:.1f} s after its prepare"
             assert kept["kind"] == "task", kept
             await anyio.sleep(IDLE_SECONDS - 2.0)  # the other two have now been idle 4.5 s
             fresh = await prepare_order(client)  # reclaimed before this call: room again
@@ -183,10 +198,20 @@ def test_jobs_without_progress_are_reclaimed(servers: dict[Any, str], mode: str,
             assert late["kind"] == "error" and late["error"]["code"] == "MODEL_ABORTED", late
             assert f"no progress for {IDLE_SECONDS} s" in late["error"]["message"] + str(late["error"].get("issues"))
             final = await accept(client, kept, ORDER_DATA)
+            if final["kind"] != "result" and (most := time.monotonic() - progress_sent) >= IDLE_SECONDS:
+                return f"the kept job's last step arrived up to {most:.1f} s after its progress"
             assert final["kind"] == "result", final
             await release(client, [fresh])
+        return None
 
-    anyio.run(main)
+    misses = []
+    for number in range(IDLE_ATTEMPTS):
+        missed = anyio.run(attempt, number)
+        if missed is None:
+            return
+        misses.append(missed)
+        time.sleep(IDLE_SECONDS + 1)  # the missed attempt's jobs are reclaimed before the next
+    pytest.skip(f"unsupported on this machine now: {IDLE_ATTEMPTS} attempts missed their margins ({'; '.join(misses)})")
 
 
 def test_http_only_flags_are_refused_for_stdio(config_file: Path) -> None:
