@@ -28,8 +28,10 @@ class Started:
         env = {**os.environ, "COLUMNS": "200"}
         if pythonpath is not None:
             env["PYTHONPATH"] = os.pathsep.join([str(pythonpath), env.get("PYTHONPATH", "")])
-        self.proc = subprocess.Popen([sys.executable, "-m", "intentref.cli", "properties", *args], env=env, text=True,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+        # One pytest process each: the three runs already share the CPUs, and a second process
+        # would cost one more start for modules the first runs as well.
+        self.proc = subprocess.Popen([sys.executable, "-m", "intentref.cli", "properties", *args, "--jobs", "1"], env=env,
+                                     text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
         self._done: tuple[int, str, str] | None = None
 
     def result(self) -> tuple[int, str, str]:

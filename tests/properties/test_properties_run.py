@@ -57,7 +57,7 @@ def test_an_interrupted_run_still_writes_its_json(tmp_path: pathlib.Path, signum
 def _figures(tmp: pathlib.Path, name: str, seed: str) -> dict[str, Any]:
     out = tmp / f"{name}.json"
     done = subprocess.run([sys.executable, "-m", "intentref.cli", "properties", "--in-process", "--profile", "smoke",
-                           "-k", "status or replay", "--seed", seed, "--calls", "100", "--json", str(out)],
+                           "-k", "status or replay", "--seed", seed, "--calls", "100", "--jobs", "1", "--json", str(out)],
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     figures: dict[str, Any] = json.loads(out.read_text("utf-8"))
@@ -136,9 +136,9 @@ def test_a_target_that_cannot_start_is_one_line_and_status_2(target: list[str]) 
 CI_PROFILE_BUDGET_SECONDS = 180
 
 
-# Out of the default run (pyproject's -m "not slow"): the ci profile over stdio runs in
+# Out of the default run (pyproject's -m "not slow"): every property over stdio runs in
 # test_properties_plain_sdk.py and the reference passes over stdio in test_properties_command.py;
-# what this adds is a speed figure, which a loaded machine cannot give.
+# what this adds is the ci profile's speed figure, which a loaded machine cannot give.
 @pytest.mark.slow
 def test_the_ci_profile_against_the_stdio_command_fits_the_budget(tmp_path: pathlib.Path) -> None:
     # spec: D-CNF-024 -- measured: about 70 s with connections handed on, 10 minutes without.
