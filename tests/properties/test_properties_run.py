@@ -21,6 +21,8 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 # How long a run may take to show its first property line on a busy 2-core machine.
 FIRST_LINE_SECONDS = 120
+# How long an interrupted run may take to end: ten times the 2 + 30 s its children get at most.
+INTERRUPTED_END_SECONDS = 10 * (2 + 30)
 
 
 def _start(*args: str) -> subprocess.Popen[str]:
@@ -42,7 +44,7 @@ def test_an_interrupted_run_still_writes_its_json(tmp_path: pathlib.Path, signum
             if re.search(r"::test_\S+ (PASSED|FAILED)", line) or time.monotonic() > deadline:
                 break
         proc.send_signal(signum)
-        rest, _ = proc.communicate(timeout=60)
+        rest, _ = proc.communicate(timeout=INTERRUPTED_END_SECONDS)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -290,8 +290,7 @@ def run_pytest(spec: TargetSpec, profile: str, seed: int, keyword: str | None, d
             statuses = [child.wait() for child, _ in children]
             state.pytest_status = _combined_status(statuses)
         except KeyboardInterrupt:
-            for child, _ in children:
-                _stop(child)
+            _stop([child for child, _ in children])
             raise
         finally:
             state.pytest_stats = sum((_read_json(files["stats.json"], Counter()) for _, files in children), Counter())
@@ -308,18 +307,21 @@ def _combined_status(statuses: list[int]) -> int:
     return 0 if 0 in statuses else 5
 
 
-def _stop(child: subprocess.Popen[bytes]) -> None:
-    """Let an interrupted pytest child write its counters (Ctrl-C reached it too; SIGTERM is forwarded)."""
-    try:
-        child.wait(timeout=2)
-        return
-    except subprocess.TimeoutExpired:
-        child.send_signal(signal.SIGTERM)  # its conftest turns that into KeyboardInterrupt
-    try:
-        child.wait(timeout=CHILD_GRACE_SECONDS)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.wait()
+def _stop(children: list[subprocess.Popen[bytes]]) -> None:
+    """Let interrupted pytest children write their counters (Ctrl-C reached them too; SIGTERM is
+    forwarded), all within one grace: the run ends within 2 + CHILD_GRACE_SECONDS however many."""
+    for grace, forward in ((2.0, False), (CHILD_GRACE_SECONDS, True)):
+        alive = [child for child in children if child.poll() is None]
+        for child in alive if forward else ():
+            child.send_signal(signal.SIGTERM)  # its conftest turns that into KeyboardInterrupt
+        deadline = time.monotonic() + grace
+        for child in alive:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(timeout=max(0.0, deadline - time.monotonic()))
+    for child in children:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
 
 
 def _read_json(path: Path, default: Any) -> Any:
