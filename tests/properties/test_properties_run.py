@@ -25,9 +25,17 @@ FIRST_LINE_SECONDS = 120
 INTERRUPTED_END_SECONDS = 10 * (2 + 30)
 
 
+def _as_in_a_terminal() -> None:
+    # A shell starts a background job (`bash .ci/run &`) with SIGINT ignored, every descendant
+    # inherits that, and Python then installs no KeyboardInterrupt: Ctrl-C is what the run
+    # under test must meet, so it starts as a foreground command would.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "intentref.cli", "properties", *args], text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, "COLUMNS": "200"})  # fmt: skip
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, "COLUMNS": "200"},
+                            preexec_fn=_as_in_a_terminal)  # fmt: skip
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
